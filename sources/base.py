@@ -1,0 +1,88 @@
+"""The contract every parser in ``sources/`` follows.
+
+A parser is a plain function ``parse(data: bytes, name: str, ctx: ParseContext) -> Parsed``.
+``data`` is the file's bytes, already gunzipped; ``name`` is the file's path relative to the
+landing folder (used in messages only). A parser never touches DuckDB or Dagster.
+
+* Records it can read but must reject (bad number, missing required field, impossible value)
+  become :class:`Reject` rows: they land in ``ops.quarantine`` with file, line, field, reason.
+* A file it cannot read at all (truncated JSON, wrong format) raises :class:`SourceFormatError`
+  naming the line and field where it can; the warehouse then quarantines the whole file.
+* ``rows_in`` counts the records read: ``rows_in == parsed.rows.num_rows + len(parsed.rejects)``.
+  Duplicates are decided later, against what the warehouse already holds.
+
+The good rows are a ``pyarrow.Table`` whose columns match the staging table named in
+``Parsed.table`` by name (extra columns are an error, missing nullable ones become NULL), plus
+an ``int64`` column ``line`` (1-based line in the file, or record number for JSON documents).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pyarrow as pa
+
+
+class SourceFormatError(ValueError):
+    """The whole file cannot be parsed. ``line``/``field`` point at the first problem."""
+
+    def __init__(self, message: str, *, line: int | None = None, field: str | None = None):
+        self.line = line
+        self.field = field
+        where = "".join(
+            [f" at line {line}" if line is not None else "", f" (field {field!r})" if field else ""]
+        )
+        super().__init__(f"{message}{where}")
+
+
+@dataclass(frozen=True)
+class Reject:
+    line: int | None
+    field: str | None
+    reason: str
+    raw: str | None = None
+
+
+@dataclass(frozen=True)
+class ParseContext:
+    """What a parser may know beyond the bytes."""
+
+    ingested_at: dt.datetime  # UTC; default effective date of a price sheet without a date
+    fx_usd_per_unit: dict[str, float] = field(default_factory=dict)  # currency -> USD rate
+
+
+@dataclass
+class Parsed:
+    table: str  # staging table, e.g. "stg.llm_prices"
+    rows: pa.Table
+    rejects: list[Reject]
+    format: str  # detected format, e.g. "litellm_json"
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rows_in(self) -> int:
+        return self.rows.num_rows + len(self.rejects)
+
+
+Parser = Callable[[bytes, str, ParseContext], Parsed]
+Sniffer = Callable[[bytes, str], bool]
+
+_ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+
+
+def date_in_name(name: str) -> dt.date | None:
+    """The first valid ISO date (YYYY-MM-DD) in a file name, e.g. ``sheet.2025-05-19.json``."""
+    for m in _ISO_DATE.finditer(name.rsplit("/", 1)[-1]):
+        try:
+            return dt.date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:
+            continue
+    return None
+
+
+def head_text(data: bytes, n: int = 4096) -> str:
+    """The first ``n`` bytes as text (BOM stripped), for format sniffing."""
+    return data[:n].decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()

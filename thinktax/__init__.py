@@ -1,0 +1,1 @@
+"""thinktax: cost analytics for reasoning-model inference."""
