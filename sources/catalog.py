@@ -1,0 +1,168 @@
+"""Catalog files (``catalog/``): models.csv, nodes.csv, deployments.csv and HF config.json files.
+
+Each CSV is a snapshot: the newest file of a kind is the catalog in force (core takes the rows
+of the highest file_id). Columns are matched by header name; an empty optional field means
+"not given". Timestamps are ISO-8601 (an offset is converted to UTC; none means UTC; a bare date
+means 00:00 UTC).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from decimal import Decimal
+
+import pyarrow as pa
+
+from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
+from sources.csvutil import FieldError, Row, bool_field, decimal_field, float_field, int_field, read_rows
+from sources.registry import SourceSpec
+
+
+def _timestamp(row: Row, field: str, *, required: bool) -> dt.datetime | None:
+    text = row.get(field)
+    if text == "":
+        if required:
+            raise FieldError(field, "missing")
+        return None
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise FieldError(field, f"not an ISO-8601 timestamp: {text!r}") from None
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value
+
+
+def _text(row: Row, field: str, *, required: bool = False) -> str | None:
+    value = row.get(field)
+    if value == "" and required:
+        raise FieldError(field, "missing")
+    return value or None
+
+
+def _csv_parser(table: str, fmt: str, required: list[str], schema: pa.Schema,
+                convert: Callable[[Row], dict]) -> Callable[[bytes, str, ParseContext], Parsed]:
+    def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
+        _, rows = read_rows(data, required=required, name=name)
+        good: list[dict] = []
+        rejects: list[Reject] = []
+        for row in rows:
+            try:
+                rec = convert(row)
+            except FieldError as exc:
+                rejects.append(Reject(row.line, exc.field, exc.reason, row.raw))
+                continue
+            rec["line"] = row.line
+            good.append(rec)
+        return Parsed(table, pa.Table.from_pylist(good, schema=schema), rejects, fmt)
+
+    return parse
+
+
+def _model(row: Row) -> dict:
+    return {
+        "model": _text(row, "model", required=True),
+        "family": _text(row, "family"),
+        "reasoning": bool_field(row, "reasoning"),
+        "params_total_b": float_field(row, "params_total_b"),
+        "params_active_b": float_field(row, "params_active_b"),
+        "config_json": _text(row, "config_json"),
+        "weights_gb_fp8": float_field(row, "weights_gb_fp8"),
+        "kv_bytes_per_token_bf16": int_field(row, "kv_bytes_per_token_bf16"),
+    }
+
+
+def _node(row: Row) -> dict:
+    rec = {
+        "node_id": _text(row, "node_id", required=True),
+        "provider": (_text(row, "provider") or "").lower() or None,
+        "gpu_type": _text(row, "gpu_type", required=True),
+        "gpus": int_field(row, "gpus", required=True, minimum=1),
+        "model": _text(row, "model"),
+        "precision": (_text(row, "precision") or "").lower() or None,
+        "usd_per_gpu_hour": decimal_field(row, "usd_per_gpu_hour", maximum=Decimal(1000)),
+        "active_from": _timestamp(row, "active_from", required=True),
+        "active_to": _timestamp(row, "active_to", required=False),
+    }
+    if rec["active_to"] is not None and rec["active_to"] <= rec["active_from"]:
+        raise FieldError("active_to", "not after active_from")
+    return rec
+
+
+def _deployment(row: Row) -> dict:
+    return {
+        "deployment": _text(row, "deployment", required=True),
+        "model": _text(row, "model", required=True),
+        "provider": (_text(row, "provider") or "").lower() or None,
+        "gpu_type": _text(row, "gpu_type", required=True),
+        "gpus": int_field(row, "gpus", required=True, minimum=1),
+        "precision": (_text(row, "precision") or "").lower() or None,
+        "gpu_mem_gb": float_field(row, "gpu_mem_gb"),
+        "calls_per_minute": float_field(row, "calls_per_minute"),
+        "usd_per_gpu_hour": decimal_field(row, "usd_per_gpu_hour", maximum=Decimal(1000)),
+    }
+
+
+_MODELS_SCHEMA = pa.schema([
+    ("line", pa.int64()), ("model", pa.string()), ("family", pa.string()), ("reasoning", pa.bool_()),
+    ("params_total_b", pa.float64()), ("params_active_b", pa.float64()), ("config_json", pa.string()),
+    ("weights_gb_fp8", pa.float64()), ("kv_bytes_per_token_bf16", pa.int64()),
+])
+_NODES_SCHEMA = pa.schema([
+    ("line", pa.int64()), ("node_id", pa.string()), ("provider", pa.string()), ("gpu_type", pa.string()),
+    ("gpus", pa.int32()), ("model", pa.string()), ("precision", pa.string()),
+    ("usd_per_gpu_hour", pa.decimal128(18, 6)), ("active_from", pa.timestamp("us")), ("active_to", pa.timestamp("us")),
+])
+_DEPLOYMENTS_SCHEMA = pa.schema([
+    ("line", pa.int64()), ("deployment", pa.string()), ("model", pa.string()), ("provider", pa.string()),
+    ("gpu_type", pa.string()), ("gpus", pa.int32()), ("precision", pa.string()), ("gpu_mem_gb", pa.float64()),
+    ("calls_per_minute", pa.float64()), ("usd_per_gpu_hour", pa.decimal128(18, 6)),
+])
+
+parse_models = _csv_parser("stg.models", "models_csv", ["model"], _MODELS_SCHEMA, _model)
+parse_nodes = _csv_parser("stg.nodes", "nodes_csv", ["node_id", "gpu_type", "gpus", "active_from"], _NODES_SCHEMA, _node)
+parse_deployments = _csv_parser(
+    "stg.deployments", "deployments_csv", ["deployment", "model", "gpu_type", "gpus"], _DEPLOYMENTS_SCHEMA, _deployment
+)
+
+
+def parse_config(data: bytes, name: str, ctx: ParseContext) -> Parsed:
+    """A Hugging Face config.json, kept as text; ``path`` is relative to catalog/."""
+    text = data.decode("utf-8").lstrip("\ufeff")
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SourceFormatError(f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    if not isinstance(cfg, dict):
+        raise SourceFormatError("config.json is not a JSON object")
+    path = name.split("catalog/", 1)[-1]
+    return Parsed(
+        "stg.model_configs",
+        pa.table({"line": pa.array([1], pa.int64()), "path": [path], "config_json": [text]}),
+        [],
+        "hf_config_json",
+    )
+
+
+def _header(data: bytes) -> list[str]:
+    first = head_text(data, 2048).splitlines()[0] if data.strip() else ""
+    return [h.strip().lower() for h in first.split(",")]
+
+
+def _sniff_csv(*columns: str) -> Callable[[bytes, str], bool]:
+    return lambda data, name: all(c in _header(data) for c in columns)
+
+
+def _sniff_config(data: bytes, name: str) -> bool:
+    head = head_text(data, 8192)
+    return head.startswith("{") and any(k in head for k in ('"num_hidden_layers"', '"architectures"', '"model_type"'))
+
+
+SPECS = [
+    SourceSpec("catalog", "nodes_csv", _sniff_csv("node_id", "gpu_type"), parse_nodes),
+    SourceSpec("catalog", "deployments_csv", _sniff_csv("deployment", "gpu_type"), parse_deployments),
+    SourceSpec("catalog", "models_csv", _sniff_csv("model"), parse_models),
+    SourceSpec("catalog", "hf_config_json", _sniff_config, parse_config),
+]

@@ -1,0 +1,229 @@
+"""Per-request JSONL (``telemetry/requests/*.jsonl[.gz]``): one model call per line.
+
+Required: ``ts`` (ISO-8601, or epoch seconds; epoch values above 1e11 are read as
+milliseconds), ``request_id``, ``model``, ``usage``. Optional: ``task_id``, ``task_type``,
+``team``, ``provider`` or ``node_id``, ``latency_ms``, ``ttft_ms``, ``metadata`` (an object where
+``team``, ``task_type``, ``task_id`` are also looked for — LiteLLM proxy logs put them there,
+team also as ``user_api_key_team_alias``). An ISO timestamp without an offset is read as UTC.
+
+``usage`` comes in three shapes; each call is split into non-overlapping buckets, so that
+uncached + cached + cache_write = the whole prompt and thinking + output = the whole completion:
+
+=====================  =========================================  =====================================
+shape                  reported                                   buckets
+=====================  =========================================  =====================================
+OpenAI Chat            prompt_tokens P (incl. cached C),          uncached P-C, cached C, write 0,
+                       completion_tokens O (incl. reasoning R)    thinking R, output O-R
+OpenAI Responses       input_tokens I (incl. cached C),           uncached I-C, cached C, write 0,
+                       output_tokens O (incl. reasoning R)        thinking R, output O-R
+Anthropic Messages     input_tokens I (excl. cache), cache_read   uncached I, cached CR, write CW,
+                       CR, cache_creation CW, output_tokens O     thinking T, output O-T
+                       (incl. thinking T = thinking_tokens)
+=====================  =========================================  =====================================
+
+Reasoning is never counted on top of the completion. A call that reports reasoning_tokens as 0
+or null is counted as reported (0 thinking), even if its text shows thinking: thinktax costs what
+the provider bills, and providers bill what they report.
+
+The shape is Anthropic when any of cache_read_input_tokens / cache_creation_input_tokens /
+thinking_tokens is present or the provider is 'anthropic'; Chat when prompt_tokens or
+completion_tokens is present; Responses otherwise. Parsing runs in an in-memory DuckDB
+(one JSON parse per line via json_transform), not a Python loop.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
+from sources.registry import SourceSpec
+
+TABLE = "stg.requests"
+
+_STRUCTURE = {
+    "ts": "VARCHAR", "request_id": "VARCHAR", "model": "VARCHAR", "provider": "VARCHAR",
+    "node_id": "VARCHAR", "task_id": "VARCHAR", "task_type": "VARCHAR", "team": "VARCHAR",
+    "latency_ms": "VARCHAR", "ttft_ms": "VARCHAR",
+    "metadata": {"team": "VARCHAR", "task_type": "VARCHAR", "task_id": "VARCHAR", "user_api_key_team_alias": "VARCHAR"},
+    "usage": {
+        "prompt_tokens": "VARCHAR", "completion_tokens": "VARCHAR",
+        "input_tokens": "VARCHAR", "output_tokens": "VARCHAR",
+        "cache_read_input_tokens": "VARCHAR", "cache_creation_input_tokens": "VARCHAR",
+        "thinking_tokens": "VARCHAR",
+        "prompt_tokens_details": {"cached_tokens": "VARCHAR"},
+        "completion_tokens_details": {"reasoning_tokens": "VARCHAR"},
+        "input_tokens_details": {"cached_tokens": "VARCHAR"},
+        "output_tokens_details": {"reasoning_tokens": "VARCHAR"},
+    },
+}
+
+# Each integer field: (output name, expression over the parsed struct j, json path for messages).
+_INTS = {
+    "p_prompt": ("j.usage.prompt_tokens", "usage.prompt_tokens"),
+    "p_completion": ("j.usage.completion_tokens", "usage.completion_tokens"),
+    "p_input": ("j.usage.input_tokens", "usage.input_tokens"),
+    "p_output": ("j.usage.output_tokens", "usage.output_tokens"),
+    "p_cache_read": ("j.usage.cache_read_input_tokens", "usage.cache_read_input_tokens"),
+    "p_cache_write": ("j.usage.cache_creation_input_tokens", "usage.cache_creation_input_tokens"),
+    "p_thinking": ("j.usage.thinking_tokens", "usage.thinking_tokens"),
+    "p_chat_cached": ("j.usage.prompt_tokens_details.cached_tokens", "usage.prompt_tokens_details.cached_tokens"),
+    "p_chat_reasoning": ("j.usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"),
+    "p_resp_cached": ("j.usage.input_tokens_details.cached_tokens", "usage.input_tokens_details.cached_tokens"),
+    "p_resp_reasoning": ("j.usage.output_tokens_details.reasoning_tokens", "usage.output_tokens_details.reasoning_tokens"),
+}
+
+_SQL = """
+WITH src AS (
+    SELECT line, raw FROM lines WHERE trim(raw) <> ''
+),
+valid AS (
+    SELECT line, raw, CASE WHEN json_valid(raw) THEN raw END AS json_raw FROM src
+),
+objects AS (
+    SELECT line, raw, CASE WHEN json_type(json_raw) = 'OBJECT' THEN json_raw END AS obj FROM valid
+),
+typed AS (
+    SELECT line, raw, obj IS NOT NULL AS is_object, json_type(obj, '$.usage') AS usage_type,
+           json_transform(obj, $structure) AS j
+    FROM objects
+),
+fields AS (
+    SELECT line, raw, is_object, usage_type,
+           j.ts AS ts_raw, nullif(trim(j.request_id), '') AS request_id, nullif(trim(j.model), '') AS model,
+           lower(nullif(trim(j.provider), '')) AS provider, nullif(trim(j.node_id), '') AS node_id,
+           coalesce(nullif(trim(j.task_id), ''), nullif(trim(j.metadata.task_id), '')) AS task_id_raw,
+           coalesce(nullif(trim(j.task_type), ''), nullif(trim(j.metadata.task_type), '')) AS task_type,
+           coalesce(nullif(trim(j.team), ''), nullif(trim(j.metadata.team), ''),
+                    nullif(trim(j.metadata.user_api_key_team_alias), '')) AS team,
+           j.latency_ms AS latency_raw, j.ttft_ms AS ttft_raw,
+           {int_raw}
+    FROM typed
+),
+parsed AS (
+    SELECT *,
+           CASE WHEN regexp_full_match(trim(ts_raw), '-?[0-9]+(\\.[0-9]+)?')
+                THEN to_timestamp(CASE WHEN abs(ts_raw::DOUBLE) > 1e11 THEN ts_raw::DOUBLE / 1000 ELSE ts_raw::DOUBLE END)
+                ELSE try_cast(trim(ts_raw) AS TIMESTAMPTZ) END AT TIME ZONE 'UTC' AS ts,
+           try_cast(latency_raw AS DOUBLE) AS latency_ms, try_cast(ttft_raw AS DOUBLE) AS ttft_ms,
+           {int_cast}
+    FROM fields
+),
+shaped AS (
+    SELECT *,
+           CASE WHEN p_cache_read_raw IS NOT NULL OR p_cache_write_raw IS NOT NULL OR p_thinking_raw IS NOT NULL
+                     OR provider = 'anthropic' THEN 'anthropic'
+                WHEN p_prompt_raw IS NOT NULL OR p_completion_raw IS NOT NULL THEN 'openai_chat'
+                ELSE 'openai_responses' END AS usage_shape
+    FROM parsed
+),
+buckets AS (
+    SELECT *,
+           CASE usage_shape WHEN 'openai_chat' THEN p_prompt - coalesce(p_chat_cached, 0)
+                            WHEN 'openai_responses' THEN p_input - coalesce(p_resp_cached, 0)
+                            ELSE p_input END AS uncached_input_tokens,
+           CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_cached, 0)
+                            WHEN 'openai_responses' THEN coalesce(p_resp_cached, 0)
+                            ELSE coalesce(p_cache_read, 0) END AS cached_input_tokens,
+           CASE usage_shape WHEN 'anthropic' THEN coalesce(p_cache_write, 0) ELSE 0 END AS cache_write_tokens,
+           CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_reasoning, 0)
+                            WHEN 'openai_responses' THEN coalesce(p_resp_reasoning, 0)
+                            ELSE coalesce(p_thinking, 0) END AS thinking_tokens,
+           CASE usage_shape WHEN 'openai_chat' THEN p_completion ELSE p_output END AS completion_total
+    FROM shaped
+),
+judged AS (
+    SELECT *,
+        CASE
+            WHEN NOT is_object THEN struct_pack(f := NULL, r := 'not a JSON object (invalid JSON line)')
+            WHEN ts_raw IS NULL THEN struct_pack(f := 'ts', r := 'missing')
+            WHEN ts IS NULL THEN struct_pack(f := 'ts', r := 'not an ISO-8601 timestamp or epoch seconds: ' || ts_raw)
+            WHEN ts < TIMESTAMP '2015-01-01' THEN struct_pack(f := 'ts', r := 'before 2015: ' || ts_raw)
+            WHEN ts > $latest_ts THEN struct_pack(f := 'ts', r := 'in the future (more than a day after ingest): ' || ts_raw)
+            WHEN request_id IS NULL THEN struct_pack(f := 'request_id', r := 'missing')
+            WHEN model IS NULL THEN struct_pack(f := 'model', r := 'missing')
+            WHEN usage_type IS NULL THEN struct_pack(f := 'usage', r := 'missing')
+            WHEN usage_type <> 'OBJECT' THEN struct_pack(f := 'usage', r := 'not an object')
+            {int_checks}
+            WHEN usage_shape = 'openai_chat' AND p_prompt IS NULL THEN struct_pack(f := 'usage.prompt_tokens', r := 'missing')
+            WHEN usage_shape = 'openai_chat' AND p_completion IS NULL THEN struct_pack(f := 'usage.completion_tokens', r := 'missing')
+            WHEN usage_shape <> 'openai_chat' AND p_input IS NULL THEN struct_pack(f := 'usage.input_tokens', r := 'missing')
+            WHEN usage_shape <> 'openai_chat' AND p_output IS NULL THEN struct_pack(f := 'usage.output_tokens', r := 'missing')
+            WHEN uncached_input_tokens < 0 THEN struct_pack(f := 'usage.cached_tokens', r := 'cached tokens exceed the prompt tokens they are part of')
+            WHEN thinking_tokens > completion_total THEN struct_pack(f := 'usage.reasoning_tokens', r := 'reasoning/thinking tokens exceed the output tokens they are part of')
+            WHEN latency_raw IS NOT NULL AND (latency_ms IS NULL OR latency_ms < 0 OR isnan(latency_ms) OR isinf(latency_ms)) THEN struct_pack(f := 'latency_ms', r := 'not a non-negative number: ' || latency_raw)
+            WHEN ttft_raw IS NOT NULL AND (ttft_ms IS NULL OR ttft_ms < 0 OR isnan(ttft_ms) OR isinf(ttft_ms)) THEN struct_pack(f := 'ttft_ms', r := 'not a non-negative number: ' || ttft_raw)
+        END AS problem
+    FROM buckets
+)
+SELECT line, raw, problem.f AS reject_field, problem.r AS reject_reason,
+       ts::TIMESTAMP AS ts, request_id, model, provider, node_id,
+       coalesce(task_id_raw, request_id) AS task_id, task_type, team, latency_ms, ttft_ms, usage_shape,
+       uncached_input_tokens, cached_input_tokens, cache_write_tokens, thinking_tokens,
+       completion_total - thinking_tokens AS output_tokens
+FROM judged
+ORDER BY line
+"""
+
+_OUT_COLUMNS = [
+    "line", "ts", "request_id", "model", "provider", "node_id", "task_id", "task_type", "team",
+    "latency_ms", "ttft_ms", "usage_shape", "uncached_input_tokens", "cached_input_tokens",
+    "cache_write_tokens", "thinking_tokens", "output_tokens",
+]
+
+
+def _sql() -> str:
+    int_raw = ",\n           ".join(f"{expr} AS {name}_raw" for name, (expr, _) in _INTS.items())
+    # An integer field must be a whole number >= 0 (JSON 12 or "12"; 12.0 is accepted as 12).
+    int_cast = ",\n           ".join(
+        f"CASE WHEN regexp_full_match(trim({name}_raw), '[0-9]+(\\.0+)?') THEN trim({name}_raw)::DECIMAL(38,0)::BIGINT END AS {name}"
+        for name in _INTS
+    )
+    int_checks = "\n            ".join(
+        f"WHEN {name}_raw IS NOT NULL AND {name} IS NULL THEN struct_pack(f := '{path}', r := 'not a non-negative whole number: ' || {name}_raw)"
+        for name, (_, path) in _INTS.items()
+    )
+    return _SQL.format(int_raw=int_raw, int_cast=int_cast, int_checks=int_checks)
+
+
+_QUERY = _sql()
+
+
+def sniff(data: bytes, name: str) -> bool:
+    head = head_text(data, 2048)
+    return head.startswith("{") and ('"usage"' in head or name.endswith((".jsonl", ".jsonl.gz", ".ndjson")))
+
+
+def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
+    text = data.decode("utf-8").lstrip("\ufeff")
+    lines = text.split("\n")
+    table = pa.table({
+        "line": pa.array(range(1, len(lines) + 1), pa.int64()),
+        "raw": pa.array(lines, pa.string()),
+    })
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("lines", table)
+        out = con.sql(
+            _QUERY,
+            params={"structure": json.dumps(_STRUCTURE), "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1)},
+        ).to_arrow_table()
+    finally:
+        con.close()
+    if out.num_rows == 0:
+        raise SourceFormatError("empty file: no JSON lines")
+    bad = out.filter(pc.is_valid(out["reject_reason"]))
+    good = out.filter(pc.is_null(out["reject_reason"])).select(_OUT_COLUMNS)
+    rejects = [
+        Reject(r["line"], r["reject_field"], r["reject_reason"], r["raw"][:2000])
+        for r in bad.select(["line", "reject_field", "reject_reason", "raw"]).to_pylist()
+    ]
+    return Parsed(TABLE, good, rejects, "requests_jsonl")
+
+
+SPECS = [SourceSpec("telemetry/requests", "requests_jsonl", sniff, parse, key=("request_id",))]

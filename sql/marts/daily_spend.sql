@@ -1,0 +1,27 @@
+-- Spend per day by where it comes from.
+-- grain: day x source ('api_usage' = API calls at list price, 'self_hosted' = node cost allocated
+-- to calls, plus team 'idle' for node-days without calls) x provider x model x team.
+-- reasoning_cost_usd is the thinking tokens' part of cost_usd.
+-- reads: core.call_costs, core.self_hosted_allocation, core.dim_nodes
+WITH usage AS (
+    SELECT day,
+           CASE serving WHEN 'api' THEN 'api_usage' ELSE 'self_hosted' END AS source,
+           provider, model, team,
+           sum(cost_usd) AS cost_usd, sum(thinking_cost_usd) AS reasoning_cost_usd, count(*) AS calls
+    FROM core.call_costs
+    GROUP BY ALL
+),
+idle AS (
+    SELECT a.day, 'self_hosted' AS source, n.provider, n.model_key AS model, 'idle' AS team,
+           sum(CAST(a.allocated_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6))) AS cost_usd,
+           CAST(0 AS DECIMAL(38,6)) AS reasoning_cost_usd, 0 AS calls
+    FROM core.self_hosted_allocation a JOIN core.dim_nodes n USING (node_id)
+    WHERE a.pool = 'idle'
+    GROUP BY ALL
+),
+final AS (
+    SELECT day, source, provider, model, team,
+           core.usd6(cost_usd) AS cost_usd, core.usd6(reasoning_cost_usd) AS reasoning_cost_usd, calls
+    FROM (SELECT * FROM usage UNION ALL BY NAME SELECT * FROM idle)
+)
+SELECT * FROM final

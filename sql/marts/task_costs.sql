@@ -1,0 +1,31 @@
+-- What each task cost: all its calls, API and self-hosted.
+-- grain: one row per task (task_id). A task's day, team and task_type are those of its first call;
+-- its tier is the highest tier of its calls (fast < medium < full).
+-- reads: core.call_costs
+WITH calls AS (
+    SELECT * FROM core.call_costs
+),
+final AS (
+    SELECT task_id,
+           arg_min(day, ts) AS day,
+           arg_min(team, ts) AS team,
+           arg_min(task_type, ts) AS task_type,
+           count(*) AS calls,
+           string_agg(DISTINCT model, ',' ORDER BY model) AS models,
+           CASE WHEN count(DISTINCT serving) > 1 THEN 'mixed' ELSE any_value(serving) END AS serving,
+           sum(uncached_input_tokens) AS input_tokens,
+           sum(cached_input_tokens) AS cached_input_tokens,
+           sum(cache_write_tokens) AS cache_write_tokens,
+           sum(thinking_tokens) AS thinking_tokens,
+           sum(output_tokens) AS output_tokens,
+           core.usd6(sum(cost_usd)) AS cost_usd,
+           core.usd6(sum(thinking_cost_usd)) AS thinking_cost_usd,
+           CASE max(CASE tier WHEN 'full' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END)
+                WHEN 3 THEN 'full' WHEN 2 THEN 'medium' ELSE 'fast' END AS tier,
+           count(*) FILTER (WHERE unpriced) AS unpriced_calls,
+           min(ts) AS first_call_at,
+           max(ts) AS last_call_at
+    FROM calls
+    GROUP BY task_id
+)
+SELECT * FROM final

@@ -1,0 +1,46 @@
+-- How calls and spend split between the fast / medium / full tiers, against the target mix.
+-- grain: day x team x tier (team '*' = all teams); every tier has a row, with 0 calls if none.
+-- share_of_calls / share_of_cost are within (day, team). cost_at_target_mix_usd is what that
+-- tier would cost if the (day, team)'s calls followed the target mix at this tier's cost per call
+-- (the (day, team, tier)'s own average, or the tier's average over all data when it has no calls).
+-- reads: core.call_costs, ops.settings
+WITH calls AS (
+    SELECT day, team, tier, cost_usd FROM core.call_costs
+),
+settings AS (
+    SELECT * FROM ops.settings
+),
+by_team AS (
+    SELECT day, team, tier, count(*) AS calls, sum(cost_usd) AS cost_usd FROM calls GROUP BY ALL
+    UNION ALL
+    SELECT day, '*' AS team, tier, count(*), sum(cost_usd) FROM calls GROUP BY ALL
+),
+tiers AS (
+    SELECT * FROM (VALUES ('fast'), ('medium'), ('full')) t(tier)
+),
+grid AS (
+    SELECT DISTINCT b.day, b.team, t.tier FROM by_team b CROSS JOIN tiers t
+),
+tier_avg AS (
+    SELECT tier, CAST(sum(cost_usd) / count(*) AS DOUBLE) AS avg_cost_per_call_usd FROM calls GROUP BY tier
+),
+filled AS (
+    SELECT g.day, g.team, g.tier, coalesce(b.calls, 0) AS calls, coalesce(b.cost_usd, 0) AS cost_usd,
+           CASE g.tier WHEN 'fast' THEN s.target_fast WHEN 'medium' THEN s.target_medium ELSE s.target_full END AS target_share,
+           CASE WHEN b.calls > 0 THEN CAST(b.cost_usd / b.calls AS DOUBLE) ELSE a.avg_cost_per_call_usd END AS cost_per_call_usd
+    FROM grid g
+    CROSS JOIN settings s
+    LEFT JOIN by_team b USING (day, team, tier)
+    LEFT JOIN tier_avg a ON a.tier = g.tier
+),
+final AS (
+    SELECT day, team, tier, calls,
+           CAST(calls AS DOUBLE) / nullif(sum(calls) OVER dt, 0) AS share_of_calls,
+           core.usd6(cost_usd) AS cost_usd,
+           CAST(cost_usd AS DOUBLE) / nullif(CAST(sum(cost_usd) OVER dt AS DOUBLE), 0) AS share_of_cost,
+           target_share,
+           core.usd6(CAST(sum(calls) OVER dt * target_share * cost_per_call_usd AS DECIMAL(38,9))) AS cost_at_target_mix_usd
+    FROM filled
+    WINDOW dt AS (PARTITION BY day, team)
+)
+SELECT * FROM final

@@ -1,0 +1,38 @@
+"""`thinktax run`: ingest new landing files, rebuild, check, publish."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from thinktax.config import ConfigError, load_config, resolve_paths
+
+NAME = "run"
+HELP = "Ingest every new file under the landing folder, rebuild the marts, run the checks and publish the warehouse."
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--landing", help="landing folder (default $THINKTAX_LANDING or ./landing)")
+    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./warehouse/thinktax.duckdb)")
+    p.add_argument("--config", help="thinktax.toml (default $THINKTAX_CONFIG or ./thinktax.toml if present)")
+    p.add_argument("--quiet", action="store_true", help="no progress display and no summary")
+
+
+def run(args: argparse.Namespace) -> int:
+    from thinktax.console import run_with_progress, print_summary  # noqa: PLC0415
+
+    landing, warehouse = resolve_paths(args.landing, args.warehouse)
+    try:
+        load_config(args.config)
+    except ConfigError as exc:
+        print(f"thinktax: {exc}", file=sys.stderr)
+        return 2
+    if not landing.is_dir():
+        print(f"thinktax: landing folder {landing} does not exist", file=sys.stderr)
+        return 2
+    outcome = run_with_progress(landing, warehouse, args.config, quiet=args.quiet)
+    if not outcome.success:
+        return 1
+    if not args.quiet:
+        print_summary(warehouse)
+    return 0

@@ -1,0 +1,106 @@
+"""thinktax.toml: the few settings a user tunes. Every field documents what it does."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_LANDING = "landing"
+DEFAULT_WAREHOUSE = "warehouse/thinktax.duckdb"
+DEFAULT_CONFIG = "thinktax.toml"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Tiers:
+    # A call is 'fast' below medium_min, 'full' from full_min, 'medium' in between (thinking tokens).
+    medium_min_thinking_tokens: int = 1
+    full_min_thinking_tokens: int = 4096
+    target_mix: dict[str, float] = field(
+        default_factory=lambda: {"fast": 0.80, "medium": 0.15, "full": 0.05}
+    )
+
+
+@dataclass(frozen=True)
+class Alert:
+    webhook_url: str = ""  # Slack-compatible incoming webhook; empty = log only
+    window_days: int = 30  # trailing window of reasoning API spend
+    threshold_usd_per_month: float = 0.0  # 0 = break-even of the cheapest feasible deployment
+
+
+@dataclass(frozen=True)
+class Config:
+    hours_per_month: float = 730.0
+    tiers: Tiers = field(default_factory=Tiers)
+    alert: Alert = field(default_factory=Alert)
+    source: str | None = None  # the file it came from, if any
+
+    def settings_row(self) -> dict[str, object]:
+        """The one-row ops.settings table the SQL reads (names are part of the SQL contract)."""
+        mix = self.tiers.target_mix
+        return {
+            "hours_per_month": float(self.hours_per_month),
+            "medium_min_thinking_tokens": int(self.tiers.medium_min_thinking_tokens),
+            "full_min_thinking_tokens": int(self.tiers.full_min_thinking_tokens),
+            "target_fast": float(mix.get("fast", 0.0)),
+            "target_medium": float(mix.get("medium", 0.0)),
+            "target_full": float(mix.get("full", 0.0)),
+            "alert_window_days": int(self.alert.window_days),
+            "alert_threshold_usd_per_month": float(self.alert.threshold_usd_per_month),
+        }
+
+
+def _check(cfg: Config) -> Config:
+    t = cfg.tiers
+    if not 0 <= t.medium_min_thinking_tokens <= t.full_min_thinking_tokens:
+        raise ConfigError(
+            "tiers: need 0 <= medium_min_thinking_tokens <= full_min_thinking_tokens, got "
+            f"{t.medium_min_thinking_tokens} and {t.full_min_thinking_tokens}"
+        )
+    if set(t.target_mix) - {"fast", "medium", "full"}:
+        raise ConfigError(f"tiers.target_mix: unknown tiers {sorted(set(t.target_mix) - {'fast', 'medium', 'full'})}")
+    total = sum(t.target_mix.values())
+    if abs(total - 1.0) > 1e-6:
+        raise ConfigError(f"tiers.target_mix must add up to 1, adds up to {total}")
+    if cfg.hours_per_month <= 0:
+        raise ConfigError("hours_per_month must be > 0")
+    if cfg.alert.window_days < 1:
+        raise ConfigError("alert.window_days must be >= 1")
+    return cfg
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """Read thinktax.toml. ``path`` None: $THINKTAX_CONFIG, else ./thinktax.toml if present, else defaults."""
+    if path is None:
+        path = os.environ.get("THINKTAX_CONFIG") or (DEFAULT_CONFIG if Path(DEFAULT_CONFIG).exists() else None)
+    if path is None:
+        return _check(Config())
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: {exc}") from None
+    known = {"hours_per_month", "tiers", "alert"}
+    unknown = set(raw) - known
+    if unknown:
+        raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
+    try:
+        tiers = Tiers(**raw.get("tiers", {}))
+        alert = Alert(**raw.get("alert", {}))
+    except TypeError as exc:
+        raise ConfigError(f"{p}: {exc}") from None
+    return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, source=str(p)))
+
+
+def resolve_paths(landing: str | None, warehouse: str | None) -> tuple[Path, Path]:
+    """CLI flag, else environment variable, else the default."""
+    land = landing or os.environ.get("THINKTAX_LANDING") or DEFAULT_LANDING
+    wh = warehouse or os.environ.get("THINKTAX_WAREHOUSE") or DEFAULT_WAREHOUSE
+    return Path(land).resolve(), Path(wh).resolve()

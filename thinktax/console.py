@@ -1,0 +1,99 @@
+"""What a person sees on the terminal: progress while the pipeline runs, then a short summary."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from thinktax import progress
+from thinktax.runner import RunOutcome, run_pipeline
+from warehouse.db import WarehouseBusy, read_only
+
+err = Console(stderr=True)
+out = Console()
+
+
+def run_with_progress(landing: Path, warehouse: Path, config: str | None, *, quiet: bool = False) -> RunOutcome:
+    start = time.monotonic()
+    status = None if quiet else err.status("starting Dagster…", spinner="dots")
+    counts = {"ingest": 0, "build": 0}
+
+    def on_step(step: str, detail: str) -> None:
+        if status is None:
+            return
+        counts[step] = counts.get(step, 0) + 1
+        label = {"prepare": "preparing build", "ingest": f"ingesting file {counts['ingest']}",
+                 "build": f"building model {counts['build']}", "publish": "publishing"}.get(step, step)
+        status.update(f"{label}: {detail}")
+
+    progress.set_listener(on_step)
+    try:
+        if status:
+            status.start()
+        outcome = run_pipeline(landing, warehouse, config)
+    except WarehouseBusy as exc:
+        err.print(f"[red]thinktax: {exc}[/red]")
+        return RunOutcome(False, "", error=str(exc))
+    finally:
+        if status:
+            status.stop()
+        progress.set_listener(None)
+    secs = time.monotonic() - start
+    if outcome.success:
+        if not quiet:
+            err.print(f"[green]pipeline finished in {secs:.1f} s[/green] (Dagster run {outcome.run_id})")
+        return outcome
+    err.print(f"[red]thinktax run failed[/red] (Dagster run {outcome.run_id}); the published warehouse {warehouse} was left as it was.")
+    for chk in outcome.failed_checks:
+        err.print(f"[red]blocking check failed: {chk['check']}[/red] — {chk.get('offending_rows')} offending row(s); sample: {chk.get('sample')}")
+    if outcome.error and not outcome.failed_checks:
+        err.print(outcome.error)
+    return outcome
+
+
+def _usd(x) -> str:
+    return "—" if x is None else f"${x:,.2f}"
+
+
+def print_summary(warehouse: Path, console: Console | None = None) -> None:
+    console = console or out
+    with read_only(warehouse) as con:
+        files = con.sql(
+            "SELECT count(*), sum(rows_in), sum(rows_loaded), sum(rows_duplicate), sum(rows_quarantined) FROM ops.ingested_files"
+        ).fetchall()[0]
+        span = con.sql("SELECT min(day), max(day), count(*), count(DISTINCT task_id) FROM core.call_costs").fetchall()[0]
+        spend = con.sql(
+            "SELECT sum(cost_usd), sum(reasoning_cost_usd) FROM marts.daily_spend WHERE source <> 'api_bill'"
+        ).fetchall()[0]
+        by_source = con.sql(
+            "SELECT source, sum(cost_usd) FROM marts.daily_spend GROUP BY source ORDER BY source"
+        ).fetchall()
+        mix = con.sql(
+            "SELECT tier, sum(calls), sum(cost_usd), any_value(target_share) FROM marts.tier_mix WHERE team = '*' "
+            "GROUP BY tier ORDER BY CASE tier WHEN 'fast' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END"
+        ).fetchall()
+        unpriced = con.sql("SELECT coalesce(sum(calls_or_hours), 0) FROM marts.unpriced_usage").fetchall()[0][0]
+    total, thinking = spend
+    console.print(f"[bold]thinktax[/bold] — {span[0]} to {span[1]}: {span[2]:,} calls in {span[3]:,} tasks")
+    console.print(f"files: {files[0]} ingested; rows in {files[1] or 0:,} = loaded {files[2] or 0:,} + duplicate {files[3] or 0:,} + quarantined {files[4] or 0:,}")
+    share = (thinking / total * 100) if total else 0
+    console.print(f"spend: {_usd(total)}, of which thinking {_usd(thinking)} ({share:.1f}%)  "
+                  + "  ".join(f"{s}: {_usd(v)}" for s, v in by_source))
+    t = Table("tier", "calls", "share of calls", "target", "cost", title="tier mix (all teams)")
+    all_calls = sum(r[1] for r in mix) or 1
+    for tier, calls, cost, target in mix:
+        t.add_row(tier, f"{calls:,}", f"{calls / all_calls:.1%}", f"{target:.0%}", _usd(cost))
+    console.print(t)
+    if unpriced:
+        console.print(f"[yellow]{unpriced:,} calls/node-hours could not be priced: SELECT * FROM marts.unpriced_usage[/yellow]")
+    console.print(f"warehouse: {warehouse}")
+    console.print(f'query it:  thinktax sql "SELECT * FROM marts.tier_mix WHERE team = \'*\' ORDER BY day DESC LIMIT 9"')
+
+
+def fail(msg: str) -> int:
+    print(f"thinktax: {msg}", file=sys.stderr)
+    return 2

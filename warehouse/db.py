@@ -1,0 +1,147 @@
+"""The DuckDB file: connect, migrate, build and publish.
+
+A run never writes the published file. It copies it to ``<name>.build-<id>``, ingests and
+rebuilds there, and when every blocking check has passed it renames the build over the
+published file (``os.replace``: atomic on POSIX). Readers that open the published file per
+query see either the old snapshot or the new one, never half a build; a run that fails or is
+killed leaves the published file exactly as it was, and its build file is removed by the next
+run. One run at a time: the build holds ``<name>.lock`` (an ``flock``) until it ends.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+MIGRATIONS = "warehouse.migrations"
+
+
+def utcnow() -> dt.datetime:
+    """Naive UTC now (the warehouse stores naive UTC timestamps)."""
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(str(path), read_only=read_only)
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def migration_files() -> list[tuple[str, str]]:
+    """(name, sql) of every migration, in name order."""
+    pkg = resources.files(MIGRATIONS)
+    return sorted((p.name, p.read_text(encoding="utf-8")) for p in pkg.iterdir() if p.name.endswith(".sql"))
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Apply every migration; each is idempotent (CREATE ... IF NOT EXISTS / OR REPLACE)."""
+    for _name, sql in migration_files():
+        con.execute(sql)
+
+
+def write_settings(con: duckdb.DuckDBPyConnection, settings: dict[str, object]) -> None:
+    """The one-row ops.settings table the SQL reads thinktax.toml from."""
+    cols = ", ".join(f"? AS {name}" for name in settings)
+    con.execute(f"CREATE OR REPLACE TABLE ops.settings AS SELECT {cols}", list(settings.values()))
+
+
+@dataclass(frozen=True)
+class Build:
+    published: Path
+    build_id: str
+
+    @property
+    def path(self) -> Path:
+        return self.published.with_name(f"{self.published.name}.build-{self.build_id}")
+
+    @property
+    def lock_path(self) -> Path:
+        return self.published.with_name(f"{self.published.name}.lock")
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        return connect(self.path)
+
+    def start(self, settings: dict[str, object]) -> None:
+        """Copy the published warehouse (if any) into the build file and migrate it."""
+        self.published.parent.mkdir(parents=True, exist_ok=True)
+        for stale in self.published.parent.glob(f"{self.published.name}.build-*"):
+            if stale != self.path and not stale.name.endswith(".wal"):
+                stale.unlink(missing_ok=True)
+                stale.with_name(stale.name + ".wal").unlink(missing_ok=True)
+        if self.published.exists():
+            shutil.copyfile(self.published, self.path)
+        else:
+            self.path.unlink(missing_ok=True)
+        with self.connect() as con:
+            migrate(con)
+            write_settings(con, settings)
+            con.execute(
+                "INSERT OR REPLACE INTO ops.runs (build_id, started_at) VALUES (?, ?)",
+                [self.build_id, utcnow()],
+            )
+
+    def publish(self, files_new: int, landing: str) -> Path:
+        """Checkpoint the build and atomically rename it over the published file."""
+        with self.connect() as con:
+            con.execute(
+                "UPDATE ops.runs SET published_at = ?, files_new = ?, landing = ? WHERE build_id = ?",
+                [utcnow(), files_new, landing, self.build_id],
+            )
+            con.execute("CHECKPOINT")
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(self.path, self.published)
+        dir_fd = os.open(self.published.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        return self.published
+
+    def abandon(self) -> None:
+        self.path.unlink(missing_ok=True)
+        self.path.with_name(self.path.name + ".wal").unlink(missing_ok=True)
+
+
+class WarehouseBusy(RuntimeError):
+    pass
+
+
+@contextmanager
+def run_lock(published: Path) -> Iterator[None]:
+    """Hold the warehouse's run lock (one writer at a time); fail fast if another run holds it."""
+    published.parent.mkdir(parents=True, exist_ok=True)
+    lock = published.with_name(f"{published.name}.lock")
+    with open(lock, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise WarehouseBusy(f"another thinktax run is building {published} (lock {lock})") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def read_only(published: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the published warehouse read-only (what BI tools and `thinktax sql` do)."""
+    if not published.exists():
+        raise FileNotFoundError(f"no published warehouse at {published}: run `thinktax run` first")
+    con = connect(published, read_only=True)
+    try:
+        yield con
+    finally:
+        con.close()

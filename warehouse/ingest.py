@@ -1,0 +1,314 @@
+"""Load landing files into staging tables, exactly once, with nothing lost.
+
+For every file under the landing folder (sorted by path):
+
+1. sha256 of its bytes; a file whose content was ingested before (under any name) is skipped.
+2. gunzip (``.gz`` or gzip magic), UTF-8 check, format detection (``sources.registry``), parse.
+   A file that fails any of these is recorded as ``unreadable``: one ``ops.quarantine`` row
+   naming file, line and field, a warning, and the run goes on.
+3. Rows the parser rejected go to ``ops.quarantine``; rows missing a NOT NULL staging column too.
+4. Rows whose natural key and values match a row already loaded (or an earlier row of the
+   same file) are counted as duplicates; same key with other values is quarantined as
+   ``conflicting_duplicate``. The rest are inserted.
+5. ``ops.ingested_files`` gets one row with rows_in = loaded + duplicate + quarantined.
+
+Each file is one transaction: a run killed mid-file leaves no half-registered file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import hashlib
+import logging
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from sources.base import Parsed, ParseContext, SourceFormatError
+from sources.registry import SourceSpec, all_specs
+
+log = logging.getLogger("thinktax.ingest")
+
+REJECTS_SCHEMA = pa.schema(
+    [("line", pa.int64()), ("field", pa.string()), ("reason", pa.string()), ("raw", pa.string())]
+)
+
+
+@dataclass
+class FileResult:
+    file: str
+    status: str  # 'loaded', 'unreadable', 'already_ingested'
+    format: str | None = None
+    table: str | None = None
+    rows_in: int = 0
+    rows_loaded: int = 0
+    rows_duplicate: int = 0
+    rows_quarantined: int = 0
+    message: str | None = None
+
+
+@dataclass
+class IngestSummary:
+    files: list[FileResult] = field(default_factory=list)
+
+    @property
+    def new_files(self) -> list[FileResult]:
+        return [f for f in self.files if f.status != "already_ingested"]
+
+    def total(self, attr: str) -> int:
+        return sum(getattr(f, attr) for f in self.files)
+
+    @property
+    def tables(self) -> set[str]:
+        return {f.table for f in self.new_files if f.table}
+
+
+def landing_files(landing: Path) -> list[Path]:
+    """Every regular, non-hidden file under the landing folder, sorted by relative path."""
+    if not landing.exists():
+        return []
+    return sorted(
+        p
+        for p in landing.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(landing).parts)
+    )
+
+
+def folder_of(rel: str, folders: Iterable[str]) -> str | None:
+    """The landing sub-folder a relative path belongs to (longest match)."""
+    best = None
+    for f in folders:
+        if rel.startswith(f + "/") and (best is None or len(f) > len(best)):
+            best = f
+    return best
+
+
+def _decode(data: bytes, rel: str) -> bytes:
+    """Gunzip if compressed and check the text is UTF-8; raise SourceFormatError otherwise."""
+    if rel.endswith(".gz") or data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise SourceFormatError(f"corrupt gzip: {exc}") from None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SourceFormatError(f"not UTF-8 (byte 0x{data[exc.start]:02x})", line=line) from None
+    return data
+
+
+def _detect(specs: list[SourceSpec], data: bytes, rel: str) -> SourceSpec:
+    for spec in specs:
+        try:
+            if spec.sniff(data, rel):
+                return spec
+        except Exception:  # noqa: BLE001 - a sniffer that chokes simply does not match
+            continue
+    names = ", ".join(s.format for s in specs) or "none"
+    raise SourceFormatError(f"unknown format (tried: {names})")
+
+
+class Ingestor:
+    """Ingests landing files into one (build) warehouse connection."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, landing: Path, *, now: dt.datetime | None = None,
+                 specs: list[SourceSpec] | None = None):
+        self.con = con
+        self.landing = landing
+        self.now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        self.specs = specs if specs is not None else all_specs()
+        self.ctx = ParseContext(ingested_at=self.now, fx_usd_per_unit=self._fx_rates())
+        self._columns: dict[str, list[tuple[str, bool]]] = {}
+
+    def _fx_rates(self) -> dict[str, float]:
+        return {}
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def _known(self, sha: str) -> bool:
+        return self.con.execute("SELECT 1 FROM ops.ingested_files WHERE sha256 = ?", [sha]).fetchall() != []
+
+    def _next_file_id(self) -> int:
+        return self.con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ops.ingested_files").fetchall()[0][0]
+
+    def _table_columns(self, table: str) -> list[tuple[str, bool]]:
+        """(column, nullable) of a staging table, in order."""
+        if table not in self._columns:
+            schema, name = table.split(".")
+            rows = self.con.execute(
+                "SELECT column_name, is_nullable = 'YES' FROM information_schema.columns "
+                "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
+                [schema, name],
+            ).fetchall()
+            if not rows:
+                raise RuntimeError(f"staging table {table} does not exist (missing migration?)")
+            self._columns[table] = rows
+        return self._columns[table]
+
+    # -- one file ----------------------------------------------------------------------------
+    def ingest(self, paths: list[Path] | None = None, progress: Callable[[str], None] | None = None) -> IngestSummary:
+        summary = IngestSummary()
+        folders = {s.folder for s in self.specs}
+        for path in paths if paths is not None else landing_files(self.landing):
+            rel = path.relative_to(self.landing).as_posix()
+            if progress:
+                progress(rel)
+            summary.files.append(self.ingest_file(path, rel, folders))
+        return summary
+
+    def ingest_file(self, path: Path, rel: str, folders: set[str]) -> FileResult:
+        raw = path.read_bytes()
+        sha = hashlib.sha256(raw).hexdigest()
+        if self._known(sha):
+            return FileResult(rel, "already_ingested")
+        folder = folder_of(rel, folders)
+        try:
+            if folder is None:
+                raise SourceFormatError(
+                    f"not in a known landing folder (expected one of: {', '.join(sorted(folders))})"
+                )
+            data = _decode(raw, rel)
+            spec = _detect([s for s in self.specs if s.folder == folder], data, rel)
+            parsed = spec.parse(data, rel, self.ctx)
+        except SourceFormatError as exc:
+            log.warning("%s: %s", rel, exc)
+            return self._record_unreadable(rel, sha, folder, len(raw), exc)
+        return self._load(rel, sha, folder, len(raw), spec, parsed)
+
+    def _record_unreadable(self, rel: str, sha: str, folder: str | None, nbytes: int, exc: SourceFormatError) -> FileResult:
+        self.con.execute("BEGIN")
+        try:
+            file_id = self._next_file_id()
+            self.con.execute(
+                "INSERT INTO ops.quarantine VALUES (?, ?, ?, ?, ?, NULL, ?)",
+                [file_id, rel, exc.line, exc.field, f"unreadable file: {exc}", self.now],
+            )
+            self.con.execute(
+                "INSERT INTO ops.ingested_files VALUES (?, ?, ?, ?, NULL, NULL, 'unreadable', 1, 0, 0, 1, NULL, ?, ?)",
+                [file_id, rel, sha, folder or "", nbytes, self.now],
+            )
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+        return FileResult(rel, "unreadable", rows_in=1, rows_quarantined=1, message=str(exc))
+
+    def _load(self, rel: str, sha: str, folder: str, nbytes: int, spec: SourceSpec, parsed: Parsed) -> FileResult:
+        table = parsed.table
+        cols = self._table_columns(table)
+        col_names = [c for c, _ in cols if c != "file_id"]
+        incoming = parsed.rows
+        extra = set(incoming.column_names) - set(col_names)
+        if extra:
+            raise RuntimeError(f"parser {spec.format} produced columns not in {table}: {sorted(extra)}")
+        rejects = pa.Table.from_pylist(
+            [{"line": r.line, "field": r.field, "reason": r.reason, "raw": r.raw} for r in parsed.rejects],
+            schema=REJECTS_SCHEMA,
+        )
+        con = self.con
+        con.execute("BEGIN")
+        try:
+            file_id = self._next_file_id()
+            con.register("_incoming_arrow", incoming)
+            con.register("_rejects_arrow", rejects)
+            select_cols = ", ".join(
+                f'"{c}"' if c in incoming.column_names else f'NULL AS "{c}"' for c in col_names
+            )
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE _incoming AS SELECT {select_cols}, row_number() OVER () AS _ord FROM _incoming_arrow"
+            )
+            con.execute(
+                "INSERT INTO ops.quarantine SELECT ?, ?, line, field, reason, raw, ? FROM _rejects_arrow",
+                [file_id, rel, self.now],
+            )
+            # Safety net: a NULL in a NOT NULL staging column is a reject, not a crash.
+            required = [c for c, nullable in cols if not nullable and c not in ("file_id", "line")]
+            if required:
+                first_null = " ".join(f"WHEN \"{c}\" IS NULL THEN '{c}'" for c in required)
+                con.execute(
+                    f"""INSERT INTO ops.quarantine
+                        SELECT ?, ?, line, CASE {first_null} END, 'missing required value', NULL, ?
+                        FROM _incoming WHERE CASE {first_null} END IS NOT NULL""",
+                    [file_id, rel, self.now],
+                )
+                not_null = " AND ".join(f'"{c}" IS NOT NULL' for c in required)
+                con.execute(f"DELETE FROM _incoming WHERE NOT ({not_null})")
+            dup, conflict = self._classify(table, spec.key, col_names)
+            if conflict:
+                key_list = ", ".join(spec.key or ())
+                con.execute(
+                    f"""INSERT INTO ops.quarantine
+                        SELECT ?, ?, line, ?, 'conflicting_duplicate: same key as a loaded row, other values', NULL, ?
+                        FROM _incoming WHERE _verdict = 'conflict'""",
+                    [file_id, rel, key_list, self.now],
+                )
+            names = ", ".join(f'"{c}"' for c in col_names)
+            loaded = con.execute(
+                f"INSERT INTO {table} (file_id, {names}) SELECT ?, {names} FROM _incoming WHERE _verdict = 'new'",
+                [file_id],
+            ).fetchall()[0][0]
+            quarantined = con.execute("SELECT count(*) FROM ops.quarantine WHERE file_id = ?", [file_id]).fetchall()[0][0]
+            rows_in = parsed.rows_in
+            if loaded + dup + quarantined != rows_in:
+                raise RuntimeError(
+                    f"{rel}: accounting broken: rows_in {rows_in} != loaded {loaded} + duplicate {dup} + quarantined {quarantined}"
+                )
+            con.execute(
+                "INSERT INTO ops.ingested_files VALUES (?, ?, ?, ?, ?, ?, 'loaded', ?, ?, ?, ?, ?, ?, ?)",
+                [file_id, rel, sha, folder, parsed.format, table, rows_in, loaded, dup, quarantined,
+                 parsed.meta.get("effective_from"), nbytes, self.now],
+            )
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        finally:
+            con.unregister("_incoming_arrow")
+            con.unregister("_rejects_arrow")
+        for w in parsed.meta.get("warnings", []):
+            log.warning("%s: %s", rel, w)
+        return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined)
+
+    def _classify(self, table: str, key: tuple[str, ...] | None, col_names: list[str]) -> tuple[int, int]:
+        """Add _verdict ('new', 'duplicate', 'conflict') to _incoming; return (duplicates, conflicts)."""
+        con = self.con
+        if not key:
+            con.execute("ALTER TABLE _incoming ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
+            return 0, 0
+        values = [c for c in col_names if c != "line"]
+        k = ", ".join(f'"{c}"' for c in key)
+        vals = lambda alias: "struct_pack(" + ", ".join(f'"{c}" := {alias}."{c}"' for c in values) + ")"  # noqa: E731
+        key_eq = " AND ".join(f'i."{c}" IS NOT DISTINCT FROM s."{c}"' for c in key)
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE _incoming AS
+            WITH ranked AS (
+                SELECT *, row_number() OVER (PARTITION BY {k} ORDER BY _ord) AS _rn,
+                       first_value({vals('_incoming')}) OVER (PARTITION BY {k} ORDER BY _ord) AS _first_vals
+                FROM _incoming
+            ),
+            existing AS (
+                SELECT i._ord,
+                       bool_or({vals('i')} IS NOT DISTINCT FROM {vals('s')}) AS same_vals
+                FROM ranked i JOIN {table} s ON {key_eq}
+                GROUP BY i._ord
+            )
+            SELECT ranked.* EXCLUDE (_rn, _first_vals),
+                   CASE
+                       WHEN e._ord IS NOT NULL AND e.same_vals THEN 'duplicate'
+                       WHEN e._ord IS NOT NULL THEN 'conflict'
+                       WHEN _rn > 1 AND {vals('ranked')} IS NOT DISTINCT FROM _first_vals THEN 'duplicate'
+                       WHEN _rn > 1 THEN 'conflict'
+                       ELSE 'new'
+                   END AS _verdict
+            FROM ranked LEFT JOIN existing e USING (_ord)"""
+        )
+        dup, conflict = con.execute(
+            "SELECT count(*) FILTER (_verdict = 'duplicate'), count(*) FILTER (_verdict = 'conflict') FROM _incoming"
+        ).fetchall()[0]
+        return dup, conflict
+
