@@ -344,3 +344,66 @@ def test_rows_are_arrow_with_staging_types(small):
     assert small.rows.schema.field("input_usd_per_mtok").type == pa.decimal128(18, 9)
     assert small.rows.schema.field("effective_from").type == pa.date32()
     assert prices_llm.MAX_USD_PER_MTOK == 1000
+
+
+# ---------------------------------------------------------------- OpenRouter /api/v1/models
+
+
+@pytest.fixture(scope="module")
+def openrouter():
+    path = FIX / "openrouter_models.2025-06-01.json"
+    return parse_openrouter(path.read_bytes(), path.name, CTX)
+
+
+def test_openrouter_rows(openrouter):
+    p = openrouter
+    check_contract(p)
+    got = rows_by(p, "model")
+    assert sorted(got) == [("anthropic/claude-sonnet-4",), ("deepseek/deepseek-r1:free",),
+                           ("google/gemini-2.5-flash-preview:thinking",), ("openai/o3",)]
+    assert p.meta["effective_from"] == dt.date(2025, 6, 1)
+    o3 = got[("openai/o3",)]
+    # prompt "0.000002" -> 2, completion "0.000008" -> 8, input_cache_read "0.0000005" -> 0.5
+    assert (o3["line"], o3["provider"], o3["price_kind"], o3["source_format"]) == (1, "openai", "standard", "openrouter_json")
+    assert (o3["input_usd_per_mtok"], o3["output_usd_per_mtok"], o3["cached_input_usd_per_mtok"]) == (2, 8, Decimal("0.5"))
+    # internal_reasoning "0" next to a paid completion: thinking is billed as output -> NULL
+    assert o3["reasoning_usd_per_mtok"] is None and o3["cache_write_usd_per_mtok"] is None
+    assert o3["supports_reasoning"] is True
+    c = got[("anthropic/claude-sonnet-4",)]  # cache read "0.0000003" -> 0.3, write "0.00000375" -> 3.75
+    assert (c["cached_input_usd_per_mtok"], c["cache_write_usd_per_mtok"], c["output_usd_per_mtok"]) == (
+        Decimal("0.3"), Decimal("3.75"), 15)
+    free = got[("deepseek/deepseek-r1:free",)]  # "0" is a real free price
+    assert (free["input_usd_per_mtok"], free["output_usd_per_mtok"], free["reasoning_usd_per_mtok"]) == (0, 0, 0)
+    gem = got[("google/gemini-2.5-flash-preview:thinking",)]
+    # prompt 1.5e-07 -> 0.15; internal_reasoning "0.0000035" -> 3.5; cache write "0.0000002333" -> 0.2333
+    assert (gem["input_usd_per_mtok"], gem["reasoning_usd_per_mtok"], gem["cache_write_usd_per_mtok"]) == (
+        Decimal("0.15"), Decimal("3.5"), Decimal("0.2333"))
+    assert gem["cached_input_usd_per_mtok"] == Decimal("0.0375") and gem["supports_reasoning"] is None
+    assert p.meta["reasoning_zero_as_output"] == 1
+
+
+def test_openrouter_skips_and_rejects(openrouter):
+    p = openrouter
+    assert p.meta["skipped"] == 1 and p.meta["skipped_reasons"] == {"variable_pricing": 1}  # openrouter/auto "-1"
+    assert "openrouter/auto" not in set(p.rows.column("model").to_pylist())
+    got = {(r.line, r.field): r.reason for r in p.rejects}
+    assert set(got) == {(6, "pricing.prompt"), (7, "pricing.completion")}
+    assert "not a number: 'abc'" in got[(6, "pricing.prompt")]
+    # completion "0.06" per token = 60,000 USD per million
+    assert "60000 USD per million" in got[(7, "pricing.completion")] and "per 1K" in got[(7, "pricing.completion")]
+
+
+def test_openrouter_unreadable_and_odd_entries():
+    with pytest.raises(SourceFormatError, match="data"):
+        parse_openrouter(b'{"models": []}', "x.json", CTX)
+    with pytest.raises(SourceFormatError, match="truncated"):
+        parse_openrouter(b'{"data": [{"id": "a/b", "pricing": {"prompt": "0.1', "x.json", CTX)
+    data = (b'{"data": [{"id": "no-slash", "pricing": {"prompt": "0", "completion": "0"}},'
+            b' {"id": "x/y"}, {"id": "x/z", "pricing": {"prompt": "0.000001"}}, 3,'
+            b' {"id": "x/w", "pricing": {"prompt": "-0.000001", "completion": "0"}}]}')
+    p = parse_openrouter(data, "x.json", CTX)
+    check_contract(p)
+    assert p.rows.num_rows == 0
+    assert [(r.line, r.field) for r in p.rejects] == [
+        (1, "id"), (2, "pricing"), (3, "pricing.completion"), (4, "data"), (5, "pricing.prompt")]
+    assert "negative" in p.rejects[-1].reason
