@@ -158,7 +158,7 @@ _TS = re.compile(
     r"^(?P<date>\d{4}-\d{2}-\d{2})[T_ ](?P<h>\d{2})[:-]?(?P<m>\d{2})[:-]?(?P<s>\d{2})"
     r"(?:[.,](?P<frac>\d{1,9}))?"
     r"(?P<zone>Z|z|[+-]\d{2}(?:[:-]?\d{2})?)?"
-    r"(?:\.(?P<tag>[A-Za-z0-9_-]+))?$"
+    r"(?:\.(?P<tag>[A-Za-z0-9._-]+))?$"
 )
 _SAMPLE_START = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*(\{.*\})?[ \t]+[-+]?(\d|\.\d|Inf|inf|NaN|nan)")
 _HELP_TYPE = re.compile(r"^#[ \t]+(HELP|TYPE)[ \t]+[A-Za-z_:\"]")
