@@ -410,7 +410,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         cols["kind"].append(kind)
         cols["labels"].append(labels_json)
         cols["series"].append(series_json)
-        cols["gpu"].append(labels.get("gpu"))
+        cols["gpu"].append(labels.get("gpu") if engine == "dcgm" else None)
         cols["model_name"].append(labels.get("model_name"))
         cols["value"].append(value)
 
