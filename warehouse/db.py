@@ -48,10 +48,14 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(sql)
 
 
-def write_settings(con: duckdb.DuckDBPyConnection, settings: dict[str, object]) -> None:
-    """The one-row ops.settings table the SQL reads thinktax.toml from."""
-    cols = ", ".join(f"? AS {name}" for name in settings)
-    con.execute(f"CREATE OR REPLACE TABLE ops.settings AS SELECT {cols}", list(settings.values()))
+def write_settings(con: duckdb.DuckDBPyConnection, settings: dict[str, object], build_id: str | None = None) -> None:
+    """The one-row ops.settings table the SQL reads thinktax.toml from, plus the run's build id.
+
+    Every mart selects ``(SELECT build_id FROM ops.settings) AS build_id``, so a reader can prove
+    that all the marts it sees in one connection come from one build (no partial snapshot).
+    """
+    cols = ", ".join([f"? AS {name}" for name in settings] + ["CAST(? AS VARCHAR) AS build_id"])
+    con.execute(f"CREATE OR REPLACE TABLE ops.settings AS SELECT {cols}", [*settings.values(), build_id])
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ class Build:
             self.path.unlink(missing_ok=True)
         with self.connect() as con:
             migrate(con)
-            write_settings(con, settings)
+            write_settings(con, settings, self.build_id)
             con.execute(
                 "INSERT OR REPLACE INTO ops.runs (build_id, started_at) VALUES (?, ?)",
                 [self.build_id, utcnow()],

@@ -5,7 +5,7 @@
 -- call appear as team 'idle', task_type 'idle', tier 'idle' (tasks 0) so the costs add up to spend.
 -- input_tokens are uncached prompt tokens; cached_input_tokens, cache_write_tokens, thinking_tokens
 -- and output_tokens (visible) are the other, non-overlapping buckets.
--- reads: core.call_costs, marts.task_costs, core.self_hosted_allocation, core.dim_nodes
+-- reads: core.call_costs, marts.task_costs, core.self_hosted_allocation, core.dim_nodes, ops.settings
 WITH calls AS (
     SELECT c.*, t.day AS task_day, t.team AS task_team, t.task_type AS task_task_type, t.tier AS task_tier
     FROM core.call_costs c JOIN marts.task_costs t USING (task_id)
@@ -47,4 +47,5 @@ final AS (
            unpriced_calls
     FROM unioned
 )
-SELECT * FROM final
+-- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.
+SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final

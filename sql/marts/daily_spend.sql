@@ -2,7 +2,7 @@
 -- grain: day x source ('api_usage' = API calls at list price, 'self_hosted' = node cost allocated
 -- to calls, plus team 'idle' for node-days without calls) x provider x model x team.
 -- reasoning_cost_usd is the thinking tokens' part of cost_usd.
--- reads: core.call_costs, core.self_hosted_allocation, core.dim_nodes
+-- reads: core.call_costs, core.self_hosted_allocation, core.dim_nodes, ops.settings
 WITH usage AS (
     SELECT day,
            CASE serving WHEN 'api' THEN 'api_usage' ELSE 'self_hosted' END AS source,
@@ -24,4 +24,5 @@ final AS (
            core.usd6(cost_usd) AS cost_usd, core.usd6(reasoning_cost_usd) AS reasoning_cost_usd, calls
     FROM (SELECT * FROM usage UNION ALL BY NAME SELECT * FROM idle)
 )
-SELECT * FROM final
+-- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.
+SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final

@@ -1,7 +1,7 @@
 -- What each task cost: all its calls, API and self-hosted.
 -- grain: one row per task (task_id). A task's day, team and task_type are those of its first call;
 -- its tier is the highest tier of its calls (fast < medium < full).
--- reads: core.call_costs
+-- reads: core.call_costs, ops.settings
 WITH calls AS (
     SELECT * FROM core.call_costs
 ),
@@ -28,4 +28,5 @@ final AS (
     FROM calls
     GROUP BY task_id
 )
-SELECT * FROM final
+-- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.
+SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final

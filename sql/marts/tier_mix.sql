@@ -43,4 +43,5 @@ final AS (
     FROM filled
     WINDOW dt AS (PARTITION BY day, team)
 )
-SELECT * FROM final
+-- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.
+SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final

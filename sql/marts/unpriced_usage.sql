@@ -1,6 +1,6 @@
 -- Usage thinktax could not price, so it is never silently costed at $0.
 -- grain: one row per (serving, provider, reported model, node, reason).
--- reads: core.call_costs, core.node_hours_cost
+-- reads: core.call_costs, core.node_hours_cost, ops.settings
 WITH calls AS (
     SELECT serving, provider, reported_model, node_id, ts,
            CASE
@@ -24,4 +24,5 @@ final AS (
     FROM (SELECT * FROM calls UNION ALL SELECT * FROM node_hours)
     GROUP BY ALL
 )
-SELECT * FROM final
+-- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.
+SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final
