@@ -3,10 +3,19 @@
 Wiring only: parsing lives in sources/, SQL in sql/, DuckDB handling in warehouse/. Every asset
 writes the run's private build file; `published_warehouse` renames it over the published one
 once every blocking check upstream has passed.
+
+Daily partitions (UTC): every SQL model that reads day-bound staging (telemetry, bills; see
+warehouse/days.py) is partitioned by day. A run rebuilds those tables whole from the de-duplicated
+staging tables, so a run for any set of days replaces those days (never duplicates them); it
+records a materialisation for the days it was asked for (`thinktax run --days`, a schedule tick,
+a backfill) plus every day touched by the files it ingested (late files included).
 """
 
 
+import datetime as dt
+import os
 import re
+import warnings
 from importlib import resources
 
 import dagster as dg
@@ -14,6 +23,7 @@ import dagster as dg
 from pipelines.defs.resources import ThinktaxResource
 from thinktax import progress
 from warehouse.checks import SqlCheck, load_checks
+from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 from warehouse.ingest import Ingestor
 from warehouse.transform import SqlModel, build, load_models
 
@@ -21,6 +31,15 @@ SETTINGS = dg.AssetKey(["ops", "settings"])
 INGESTED = dg.AssetKey(["ops", "ingested_files"])
 QUARANTINE = dg.AssetKey(["ops", "quarantine"])
 PUBLISHED = dg.AssetKey(["ops", "published_warehouse"])
+ALERTS = dg.AssetKey(["ops", "alerts"])  # the break-even alert (pipelines/defs/alerts.py)
+
+# First partition; days before it are still built, they just have no partition in the UI.
+PARTITIONS_START = os.environ.get("THINKTAX_PARTITIONS_START", "2024-01-01")
+DAILY = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START, timezone="UTC", end_offset=1)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", dg.BetaWarning)
+    # One run for a whole range of days (a backfill does not start one full rebuild per day).
+    SINGLE_RUN = dg.BackfillPolicy.single_run()
 
 
 def key_of(table: str) -> dg.AssetKey:
@@ -36,11 +55,34 @@ def staging_tables() -> list[str]:
     return sorted(names)
 
 
+def daily_tables() -> set[str]:
+    """SQL models that read day-bound staging tables, directly or through other models."""
+    daily = set(DAY_SOURCES)
+    for m in load_models():  # dependency order: upstream models are classified first
+        if m.deps & daily:
+            daily.add(m.table)
+    return daily - set(DAY_SOURCES)
+
+
+def partition_days(context: dg.AssetExecutionContext) -> set[str]:
+    """The partition keys this run was launched for (none for a plain `thinktax run`)."""
+    if context.has_partition_key_range:
+        return set(context.partition_keys)
+    return set()
+
+
+def late_partitions(touched: list[dt.date], requested: set[str]) -> list[str]:
+    """Touched days that are partitions but were not requested: re-materialised by this run too."""
+    first = dt.date.fromisoformat(PARTITIONS_START[:10])
+    last = dt.datetime.now(dt.UTC).date()  # end_offset=1: today's partition exists
+    return [d.isoformat() for d in touched if first <= d <= last and d.isoformat() not in requested]
+
+
 @dg.asset(key=SETTINGS, group_name="ingest", kinds={"duckdb"},
           description="Starts the run's build (a copy of the published warehouse) and records thinktax.toml as ops.settings.")
 def warehouse_build(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
     cfg = thinktax.config()
-    build_ = thinktax.build(context.run_id)
+    build_ = thinktax.build(context.run.run_id)
     progress.report("prepare", str(build_.path))
     build_.start(cfg.settings_row())
     return dg.MaterializeResult(metadata={"build_file": str(build_.path), "config": cfg.source or "defaults"})
@@ -56,21 +98,23 @@ def warehouse_build(context: dg.AssetExecutionContext, thinktax: ThinktaxResourc
 )
 def ingest_landing(context: dg.AssetExecutionContext, thinktax: ThinktaxResource):
     """Ingest every new landing file (by content hash) into the staging tables."""
-    build_ = thinktax.build(context.run_id)
+    build_ = thinktax.build(context.run.run_id)
     from pathlib import Path
 
     with build_.connect() as con:
-        summary = Ingestor(con, Path(thinktax.landing)).ingest(progress=lambda f: progress.report("ingest", f))
+        summary = Ingestor(con, thinktax.landing_dir).ingest(progress=lambda f: progress.report("ingest", f))
     new = summary.new_files
     for f in new:
         if f.status == "unreadable":
             context.log.warning(f"{f.file}: unreadable, quarantined: {f.message}")
     totals = {k: summary.total(k) for k in ("rows_in", "rows_loaded", "rows_duplicate", "rows_quarantined")}
     context.log.info(f"ingested {len(new)} new file(s) of {len(summary.files)}: {totals}")
+    days = {"days_touched": len(touched),
+            "first_day_touched": str(touched[0]) if touched else "", "last_day_touched": str(touched[-1]) if touched else ""}
     for spec_key in [key_of(t) for t in staging_tables()] + [INGESTED, QUARANTINE]:
         yield dg.MaterializeResult(
             asset_key=spec_key,
-            metadata={"new_files": len(new), **totals} if spec_key == INGESTED else {},
+            metadata={"new_files": len(new), **totals, **days} if spec_key == INGESTED else {},
         )
 
 
@@ -84,7 +128,7 @@ def _sql_asset(model: SqlModel) -> dg.AssetsDefinition:
     )
     def _asset(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
         progress.report("build", model.table)
-        with thinktax.build(context.run_id).connect() as con:
+        with thinktax.build(context.run.run_id).connect() as con:
             rows = build(con, model)
         return dg.MaterializeResult(metadata={"dagster/row_count": rows})
 
@@ -104,24 +148,26 @@ def _sql_check(check: SqlCheck) -> dg.AssetChecksDefinition:
     return _check
 
 
-sql_assets = [_sql_asset(m) for m in load_models()]
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", dg.BetaWarning)  # backfill_policy
+    sql_assets = [_sql_asset(m, m.table in daily_tables()) for m in load_models()]
 sql_checks = [_sql_check(c) for c in load_checks()]
 
 
 @dg.asset(
     key=PUBLISHED,
-    deps=[key_of(m.table) for m in load_models()] + [INGESTED, QUARANTINE],
+    deps=[key_of(m.table) for m in load_models()] + [INGESTED, QUARANTINE, ALERTS],
     group_name="publish",
     kinds={"duckdb"},
     description="Atomically replaces the published warehouse with this run's build (after every blocking check passed).",
 )
 def published_warehouse(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
-    build_ = thinktax.build(context.run_id)
-    progress.report("publish", thinktax.warehouse)
+    build_ = thinktax.build(context.run.run_id)
+    progress.report("publish", str(thinktax.warehouse_file))
     with build_.connect() as con:
         new_files = con.execute(
             "SELECT count(*) FROM ops.ingested_files WHERE ingested_at >= (SELECT started_at FROM ops.runs WHERE build_id = ?)",
             [build_.build_id],
         ).fetchall()[0][0]
-    path = build_.publish(files_new=new_files, landing=thinktax.landing)
+    path = build_.publish(files_new=new_files, landing=str(thinktax.landing_dir))
     return dg.MaterializeResult(metadata={"path": str(path), "bytes": path.stat().st_size, "build_id": build_.build_id})

@@ -16,7 +16,10 @@ prices AS (
 ),
 calls AS (
     SELECT r.request_id, r.ts, CAST(r.ts AS DATE) AS day, date_trunc('hour', r.ts) AS hour,
-           r.task_id, coalesce(r.team, 'unknown') AS team, coalesce(r.task_type, 'unknown') AS task_type,
+           r.task_id,
+           -- a call without team / task_type inherits its task's (first call that has one), else 'unknown'
+           coalesce(r.team, first_value(r.team IGNORE NULLS) OVER task_w, 'unknown') AS team,
+           coalesce(r.task_type, first_value(r.task_type IGNORE NULLS) OVER task_w, 'unknown') AS task_type,
            r.model AS reported_model, core.model_key(r.model) AS model,
            CASE WHEN r.node_id IS NULL THEN 'api' ELSE 'self_hosted' END AS serving,
            CASE WHEN r.node_id IS NULL THEN r.provider ELSE n.node_provider END AS provider,
@@ -31,6 +34,7 @@ calls AS (
     FROM requests r
     CROSS JOIN settings s
     LEFT JOIN nodes n ON n.node_id = r.node_id
+    WINDOW task_w AS (PARTITION BY r.task_id ORDER BY r.ts ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
 ),
 candidates AS (
     -- every candidate sheet model's version in force at the call's time; the best-ranked priced one wins

@@ -1,0 +1,85 @@
+"""Shared fixtures: a small hand-made landing folder whose costs are worked out by hand in
+tests/test_costs_hand_worked.py, and helpers to run the pipeline on a temporary warehouse."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from thinktax.config import Config
+from warehouse.db import Build
+from warehouse.ingest import Ingestor, IngestSummary
+from warehouse.transform import build_all
+
+REPO = Path(__file__).resolve().parents[1]
+REAL = REPO / "data" / "real"
+NOW = dt.datetime(2026, 8, 1)
+
+MINI_FILES = {
+    "prices/llm/prices.2026-01-01.csv": (
+        "provider,model,input_usd_per_mtok,cached_input_usd_per_mtok,cache_write_usd_per_mtok,output_usd_per_mtok,currency\n"
+        "openai,o3,2.50,0.625,,12,USD\n"
+        "anthropic,claude-x,3,0.30,3.75,15,USD\n"
+    ),
+    "prices/llm/prices.2026-07-01.csv": (
+        "provider,model,input_usd_per_mtok,cached_input_usd_per_mtok,output_usd_per_mtok,currency\n"
+        "openai,o3,2,0.5,8,USD\n"
+    ),
+    "catalog/nodes.csv": (
+        "node_id,provider,gpu_type,gpus,model,precision,usd_per_gpu_hour,active_from,active_to\n"
+        "n1,nebius,H100,2,qwen3-32b,fp8,2.95,2026-06-30T00:00:00Z,2026-07-01T00:00:00Z\n"
+    ),
+    "telemetry/requests/calls.jsonl": "\n".join([
+        # r1: OpenAI chat, 8000 prompt of which 2000 cached, 15500 completion of which 15000 reasoning
+        '{"ts":"2026-06-30T10:00:00Z","request_id":"r1","model":"o3","provider":"openai","task_id":"t1","team":"search","task_type":"qa",'
+        '"usage":{"prompt_tokens":8000,"completion_tokens":15500,"prompt_tokens_details":{"cached_tokens":2000},"completion_tokens_details":{"reasoning_tokens":15000}}}',
+        # r2: dated model name, after the 2026-07-01 price change
+        '{"ts":"2026-07-01T09:00:00Z","request_id":"r2","model":"o3-2025-04-16","provider":"openai","task_id":"t2","team":"search","task_type":"qa",'
+        '"usage":{"prompt_tokens":1000,"completion_tokens":100}}',
+        # r3: Anthropic shape, epoch seconds (2026-06-30T11:00:00Z), team in metadata
+        '{"ts":1782817200,"request_id":"r3","model":"claude-x","provider":"anthropic","metadata":{"team":"ops","task_type":"review","task_id":"t3"},'
+        '"usage":{"input_tokens":1000,"cache_read_input_tokens":4000,"cache_creation_input_tokens":2000,"output_tokens":3000,"thinking_tokens":2500}}',
+        # r4, r5: self-hosted on n1 in the 10:00 hour
+        '{"ts":"2026-06-30T10:30:00Z","request_id":"r4","model":"qwen3-32b","node_id":"n1","task_id":"t1",'
+        '"usage":{"prompt_tokens":1000,"completion_tokens":3000,"completion_tokens_details":{"reasoning_tokens":2000}}}',
+        '{"ts":"2026-06-30T10:40:00Z","request_id":"r5","model":"qwen3-32b","node_id":"n1","task_id":"t4","team":"ops","task_type":"review",'
+        '"usage":{"prompt_tokens":500,"completion_tokens":500}}',
+    ]) + "\n",
+}
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content)
+    return root
+
+
+@pytest.fixture
+def mini_landing(tmp_path: Path) -> Path:
+    return write_files(tmp_path / "landing", MINI_FILES)
+
+
+def build_warehouse(landing: Path, warehouse: Path, config: Config | None = None,
+                    build_id: str = "t") -> tuple[duckdb.DuckDBPyConnection, IngestSummary]:
+    """Ingest + rebuild into a build file (no Dagster); returns an open connection to it."""
+    b = Build(warehouse, build_id)
+    b.start((config or Config()).settings_row())
+    con = b.connect()
+    summary = Ingestor(con, landing, now=NOW).ingest()
+    build_all(con)
+    return con, summary
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    for var in ("THINKTAX_LANDING", "THINKTAX_WAREHOUSE", "THINKTAX_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
