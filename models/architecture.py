@@ -96,9 +96,7 @@ class Architecture:
         head_dim = int(cfg.get("head_dim") or hidden // heads)
         model_type = str(cfg.get("model_type") or "")
         is_mla = cfg.get("kv_lora_rank") is not None and cfg.get("qk_rope_head_dim") is not None
-        n_experts = int(
-            cfg.get("n_routed_experts") or cfg.get("num_local_experts") or cfg.get("num_experts") or 0
-        )
+        n_experts = _first_int(cfg, "n_routed_experts", "num_local_experts", "num_experts")
         quant = cfg.get("quantization_config")
         return cls(
             model_type=model_type,
@@ -120,15 +118,9 @@ class Architecture:
             layer_types=_layer_types(cfg, layers, model_type),
             sliding_window=_opt_int(cfg, "sliding_window"),
             n_routed_experts=n_experts,
-            experts_per_token=int(
-                cfg.get("num_experts_per_tok") or cfg.get("experts_per_token") or 0
-            )
-            if n_experts
-            else 0,
+            experts_per_token=_first_int(cfg, "num_experts_per_tok", "experts_per_token") if n_experts else 0,
             shared_expert_intermediate_size=_shared_intermediate(cfg) if n_experts else 0,
-            moe_intermediate_size=int(cfg.get("moe_intermediate_size") or cfg.get("intermediate_size") or 0)
-            if n_experts
-            else 0,
+            moe_intermediate_size=_first_int(cfg, "moe_intermediate_size", "intermediate_size") if n_experts else 0,
             moe_layers=_moe_layers(cfg, layers, n_experts),
             torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
             quant_method=quant.get("quant_method") if isinstance(quant, Mapping) else None,
@@ -251,6 +243,11 @@ def _req_int(cfg: Mapping[str, Any], key: str) -> int:
     if value is None:
         raise ConfigError(f"config.json has no {key!r}")
     return int(value)
+
+
+def _first_int(cfg: Mapping[str, Any], *keys: str) -> int:
+    """The first of ``keys`` with a truthy value, as int; 0 when none has one."""
+    return next((int(cfg[k]) for k in keys if cfg.get(k)), 0)
 
 
 def _opt_int(cfg: Mapping[str, Any], key: str) -> int | None:

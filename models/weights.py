@@ -44,8 +44,9 @@ BYTES_PER_PARAM: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int4
 
 #: Extra weight memory on top of ``params × bytes``: quantisation scales, tensors kept at
 #: higher precision (norms, routers, often embeddings and the output head), and allocator
-#: slack. 3 % is the DOMAIN.md "few %"; it makes Llama-3.1-70B at fp8 70.55 × 1.03 = 72.7 GB,
-#: close to the ~72.7 GB of an fp8 checkpoint whose embedding and head stay bf16.
+#: slack. 3 % is the DOMAIN.md "few %"; it makes Llama-3.1-70B at fp8 70.55 × 1.03 = 72.67 GB,
+#: about what an fp8 checkpoint that keeps its embedding and output head in bf16 holds:
+#: 68.45 B × 1 B + 2.10 B × 2 B = 72.65 GB.
 DEFAULT_WEIGHTS_OVERHEAD_FRACTION = 0.03
 
 
