@@ -377,6 +377,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     }
     if assumed_usd:
         meta["assumed_billing_currency"] = "USD"
+        meta["warnings"] = ["no BillingCurrency column: amounts taken as USD"]
     return Parsed(table="stg.focus_costs", rows=rows, rejects=rejects, format="focus_csv", meta=meta)
 
 

@@ -169,7 +169,9 @@ def epoch_seconds(value: Any, label: str) -> dt.datetime:
         raise FieldError(label, f"{label} is not Unix seconds: {value!r}")
     try:
         seconds = Decimal(value.strip()) if isinstance(value, str) else Decimal(value)
-        return dt.datetime(1970, 1, 1) + dt.timedelta(seconds=float(seconds))
+        whole = int(seconds)
+        micros = int((seconds - whole) * 1_000_000)
+        return dt.datetime(1970, 1, 1) + dt.timedelta(seconds=whole, microseconds=micros)
     except (InvalidOperation, OverflowError, ValueError):
         raise FieldError(label, f"{label} is not Unix seconds: {value!r}") from None
 

@@ -109,6 +109,7 @@ def test_bom_crlf_and_blank_lines_keep_physical_line_numbers():
     assert rows[0]["consumed_quantity"] is None  # the literal "null"
     assert rows[1]["commitment_discount_status"] == "Used" and rows[0]["commitment_discount_status"] is None
     assert p.meta["assumed_billing_currency"] == "USD" and p.meta["unmapped_columns"] == ["x_CommitmentDiscountUnitPrice"]
+    assert p.meta["warnings"] == ["no BillingCurrency column: amounts taken as USD"]
 
     vc = real("saas_examples/virtual_currency_pricing_model_c.csv")  # UTF-8 BOM + CRLF
     assert sum(r["billed_cost_usd"] for r in vc.rows.to_pylist()) == Decimal("53000")  # 3,000 + 50,000
