@@ -1,0 +1,544 @@
+"""`make bench`: thinktax against DuckDB's own floor, on the same generated data, in one run.
+
+    python -m thinktax.bench --calls-per-day N --days D [--smoke] [--workdir DIR] [--keep]
+
+What it does, one phase after another in this process (data from :mod:`thinktax.benchgen`):
+
+1. generate ``D`` days of per-request JSONL (the history), one more day (the "new day" of the
+   nightly run), the same calls as Parquet, and the price sheets and ``nodes.csv``;
+2. ingest: ``warehouse.ingest.Ingestor`` over the landing folder into a fresh build, against
+   the floor: DuckDB ``read_json`` of the same files, explicit schema, into a table of a fresh
+   DuckDB file;
+3. marts: ``warehouse.transform.build_all`` (every core and mart table), against the floor:
+   one bare DuckDB query over the Parquet that scans the columns the marts read and
+   aggregates them (calls, distinct tasks and the five token buckets by day, team, task type,
+   model, provider and node). The checks and the same floor query over ``stg.requests`` are
+   shown too, without a ratio;
+4. nightly: the warehouse-level run a night does (``Build.start`` = copy of the published
+   file, ingest of a landing folder holding the history plus one new day, ``build_all``,
+   the SQL checks, ``publish``), once on a warehouse holding 1x history (the last quarter of
+   the history files) and once on 4x history (all of them);
+5. the fixed orchestration overhead, in fresh subprocesses: Python start-up, ``import
+   dagster``, loading the definitions, a Dagster job run on an empty landing folder minus the
+   same warehouse work done directly, ``import great_expectations``.
+
+Peak memory is the resident high-water mark of this process (``VmHWM``, reset before each
+phase through ``/proc/self/clear_refs``; DuckDB's own allocations are included). Speed is
+never asserted: the machine is shared and noisy. The last line is always
+
+    floor_ratio=<pipeline time / floor time> incremental_growth=<4x history time / 1x history time>
+
+where pipeline time = thinktax ingest + full rebuild, floor time = ``read_json`` floor +
+scan floor, and the nightly times are the whole warehouse-level nightly run above.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from thinktax import benchgen
+from thinktax.config import Config
+
+DEFAULT_CALLS_PER_DAY = 250_000
+DEFAULT_DAYS = 8
+SMOKE_CALLS_PER_DAY = 2_000
+SMOKE_DAYS = 4
+
+# The explicit schema of the read_json floor: every field the gateways write, typed.
+FLOOR_COLUMNS = {
+    "ts": "TIMESTAMP", "request_id": "VARCHAR", "model": "VARCHAR", "provider": "VARCHAR",
+    "node_id": "VARCHAR", "task_id": "VARCHAR", "task_type": "VARCHAR", "team": "VARCHAR",
+    "latency_ms": "DOUBLE", "ttft_ms": "DOUBLE",
+    "metadata": "STRUCT(user_api_key_team_alias VARCHAR, team VARCHAR, task_id VARCHAR, task_type VARCHAR)",
+    "usage": (
+        "STRUCT(prompt_tokens BIGINT, completion_tokens BIGINT, total_tokens BIGINT, input_tokens BIGINT,"
+        " output_tokens BIGINT, cache_read_input_tokens BIGINT, cache_creation_input_tokens BIGINT,"
+        " thinking_tokens BIGINT, prompt_tokens_details STRUCT(cached_tokens BIGINT),"
+        " completion_tokens_details STRUCT(reasoning_tokens BIGINT),"
+        " input_tokens_details STRUCT(cached_tokens BIGINT), output_tokens_details STRUCT(reasoning_tokens BIGINT))"
+    ),
+}
+
+# The scan floor: the columns the marts read, aggregated once.
+SCAN_FLOOR_SQL = """
+SELECT CAST(ts AS DATE) AS day, team, task_type, model, provider, node_id,
+       count(*) AS calls, count(DISTINCT task_id) AS tasks,
+       sum(uncached_input_tokens) AS uncached_input_tokens, sum(cached_input_tokens) AS cached_input_tokens,
+       sum(cache_write_tokens) AS cache_write_tokens, sum(thinking_tokens) AS thinking_tokens,
+       sum(output_tokens) AS output_tokens
+FROM {source}
+GROUP BY ALL
+"""
+
+
+# -- measuring ---------------------------------------------------------------------------------
+def _reset_peak() -> bool:
+    """Reset this process's resident high-water mark (Linux >= 4.0); False if not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_mib() -> float | None:
+    """Peak resident memory of this process since the last reset, in MiB."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    try:
+        import resource  # noqa: PLC0415
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    except (ImportError, OSError):
+        return None
+
+
+@dataclass
+class Row:
+    phase: str
+    rows: int | None
+    seconds: float
+    peak_mib: float | None = None
+    floor: str | None = None  # the phase this one is compared with
+    note: str = ""
+
+    @property
+    def rate(self) -> float | None:
+        return self.rows / self.seconds if self.rows and self.seconds > 0 else None
+
+
+@dataclass
+class Results:
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def get(self, phase: str) -> Row:
+        return next(r for r in self.rows if r.phase == phase)
+
+    def ratio(self, row: Row) -> float | None:
+        if not row.floor:
+            return None
+        floor = self.get(row.floor)
+        return row.seconds / floor.seconds if floor.seconds > 0 else None
+
+
+@contextmanager
+def phase(results: Results, name: str, *, floor: str | None = None, note: str = "",
+          log: Callable[[str], None] | None = None) -> Iterator[Row]:
+    """Time a phase and record its peak memory; the body sets ``row.rows``."""
+    row = Row(name, None, 0.0, floor=floor, note=note)
+    if log:
+        log(f"{name} ...")
+    _reset_peak()
+    start = time.perf_counter()
+    yield row
+    row.seconds = time.perf_counter() - start
+    row.peak_mib = _peak_mib()
+    results.rows.append(row)
+    if log:
+        log(f"{name}: {row.seconds:.2f} s")
+
+
+# -- the data ----------------------------------------------------------------------------------
+@dataclass
+class Data:
+    root: Path
+    landing: Path  # reference files + every history day (what the ingest phase reads)
+    reference: list[Path]
+    history: list[Path]  # request files of the history, in time order
+    new_day: list[Path]  # request files of the nightly run's new day
+    parquet: list[Path]  # the history as Parquet
+    history_calls: int
+    new_day_calls: int
+    jsonl_bytes: int
+
+
+def generate(spec: benchgen.GenSpec, root: Path, log: Callable[[str], None]) -> Data:
+    landing = root / "landing"
+    reference = benchgen.write_reference_files(landing, spec)
+    history, parquet, calls, nbytes = [], [], 0, 0
+    for d in range(spec.days):
+        out = benchgen.write_day(landing, spec, d, root / "parquet")
+        history += out.jsonl
+        parquet += out.parquet
+        calls += out.calls
+        nbytes += out.jsonl_bytes
+        log(f"generated {out.day}: {out.calls:,} calls in {len(out.jsonl)} file(s)")
+    new = benchgen.write_day(root / "new_day", spec, spec.days)
+    return Data(root, landing, reference, history, new.jsonl, parquet, calls, new.calls, nbytes)
+
+
+def _link_tree(dest: Path, files: list[Path], base_of: Callable[[Path], Path]) -> None:
+    """Hard-link ``files`` under ``dest`` at their path relative to ``base_of(file)`` (copy if links fail)."""
+    for f in files:
+        target = dest / f.relative_to(base_of(f))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(f, target)
+        except OSError:
+            shutil.copyfile(f, target)
+
+
+def nightly_landing(data: Data, dest: Path, history: list[Path]) -> Path:
+    """A landing folder holding the reference files, ``history`` and the new day."""
+    _link_tree(dest, data.reference + history, lambda f: data.landing)
+    _link_tree(dest, data.new_day, lambda f: data.root / "new_day")
+    return dest
+
+
+# -- the phases --------------------------------------------------------------------------------
+def _quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
+def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    return con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+
+
+def run_checks(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Run every SQL check; the names of those that found offending rows."""
+    from warehouse.checks import load_checks  # noqa: PLC0415
+
+    return [c.name for c in load_checks() if c.run(con)[0]]
+
+
+def history_copy(source: Path, dest: Path, keep_files: list[str], settings: dict[str, object]) -> None:
+    """A published warehouse holding only the request files ``keep_files`` (relative paths) of
+    ``source``: as if it had ingested just those (and the reference files), then rebuilt."""
+    from warehouse.db import Build  # noqa: PLC0415
+    from warehouse.transform import build_all  # noqa: PLC0415
+
+    build = Build(dest, "history")
+    build.start(settings)
+    with _quiet(build.connect()) as con:
+        con.execute(f"ATTACH '{source}' AS src (READ_ONLY)")
+        con.execute("CREATE TEMP TABLE keep AS SELECT unnest(?::VARCHAR[]) AS file", [keep_files])
+        con.execute(
+            """INSERT INTO ops.ingested_files SELECT * FROM src.ops.ingested_files
+               WHERE target_table IS DISTINCT FROM 'stg.requests' OR file IN (SELECT file FROM temp.keep)"""
+        )
+        con.execute("INSERT INTO ops.quarantine SELECT * FROM src.ops.quarantine WHERE file_id IN (SELECT file_id FROM ops.ingested_files)")
+        tables = [r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'src' AND table_schema = 'stg'"
+        ).fetchall()]
+        for t in tables:
+            con.execute(f"INSERT INTO stg.{t} SELECT * FROM src.stg.{t} WHERE file_id IN (SELECT file_id FROM ops.ingested_files)")
+        con.execute("DETACH src")
+        build_all(con)
+    build.publish(files_new=0, landing="bench history copy")
+
+
+def nightly(results: Results, name: str, published: Path, landing: Path, settings: dict[str, object],
+            log: Callable[[str], None]) -> float:
+    """One warehouse-level nightly run, step by step; returns its total seconds."""
+    from warehouse.db import Build  # noqa: PLC0415
+    from warehouse.ingest import Ingestor  # noqa: PLC0415
+    from warehouse.transform import build_all  # noqa: PLC0415
+
+    build = Build(published, "nightly")
+    total = 0.0
+    with phase(results, f"{name}: copy published", log=log) as row:
+        build.start(settings)
+        row.rows = published.stat().st_size // (1 << 20)
+        row.note = "rows = MiB copied"
+    total += row.seconds
+    con = _quiet(build.connect())
+    try:
+        with phase(results, f"{name}: ingest new day", log=log) as row:
+            summary = Ingestor(con, landing).ingest()
+            row.rows = summary.total("rows_loaded")
+            row.note = f"{len(summary.files)} landing files hashed, {len(summary.new_files)} new"
+        total += row.seconds
+        with phase(results, f"{name}: rebuild", log=log) as row:
+            build_all(con)
+            row.rows = _count(con, "core.calls")
+        total += row.seconds
+        with phase(results, f"{name}: checks", log=log) as row:
+            failed = run_checks(con)
+            row.rows = None
+            row.note = "failed: " + ", ".join(failed) if failed else "all pass"
+        total += row.seconds
+    finally:
+        con.close()
+    with phase(results, f"{name}: publish", log=log) as row:
+        build.publish(files_new=len(summary.new_files), landing=str(landing))
+    total += row.seconds
+    return total
+
+
+def orchestration_overhead(root: Path, log: Callable[[str], None]) -> dict[str, float | str]:
+    """Fixed costs measured in fresh subprocesses (so that imports are cold)."""
+    env = {**os.environ, "DAGSTER_HOME": str(root / "dagster_home"), "PYTHONWARNINGS": "ignore"}
+    (root / "dagster_home").mkdir(parents=True, exist_ok=True)
+    out: dict[str, float] = {}
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True, env=env)
+    out["python start-up"] = time.perf_counter() - start
+    log("orchestration overhead: Dagster ...")
+    proc = subprocess.run(
+        [sys.executable, "-m", "thinktax.bench", "--probe-dagster", str(root / "probe")],
+        env=env, capture_output=True, text=True,
+    )
+    try:
+        probe = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        probe = {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+    error = probe.pop("error", None)
+    out.update(probe)
+    if error:
+        out["error"] = error
+    log("orchestration overhead: Great Expectations ...")
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         "import time; t = time.perf_counter(); import great_expectations; print(time.perf_counter() - t)"],
+        env=env, capture_output=True, text=True,
+    )
+    if proc.returncode == 0:
+        out["import great_expectations"] = float(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def _probe_dagster(folder: Path) -> None:
+    """(subprocess) Dagster's fixed cost: imports, and a job run on an empty landing folder
+    minus the same warehouse work done directly. Prints one JSON line."""
+    t0 = time.perf_counter()
+    import dagster  # noqa: F401, PLC0415
+
+    t1 = time.perf_counter()
+    from pipelines.definitions import defs  # noqa: PLC0415
+
+    defs.resolve_job_def("thinktax")
+    t2 = time.perf_counter()
+    from thinktax.runner import run_pipeline  # noqa: PLC0415
+    from warehouse.db import Build  # noqa: PLC0415
+    from warehouse.ingest import Ingestor  # noqa: PLC0415
+    from warehouse.transform import build_all  # noqa: PLC0415
+
+    landing = folder / "landing"
+    landing.mkdir(parents=True, exist_ok=True)
+    runs, failure = [], None
+    for i in range(2):
+        s = time.perf_counter()
+        outcome = run_pipeline(landing, folder / f"dagster{i}.duckdb", None)
+        runs.append(time.perf_counter() - s)
+        if not outcome.success:
+            lines = [x for x in (outcome.error or "failed").splitlines() if x.strip() and not x[0].isspace()]
+            failure = (lines or ["failed"])[-1][:200]
+    s = time.perf_counter()
+    build = Build(folder / "direct.duckdb", "direct")
+    build.start(Config().settings_row())
+    with build.connect() as con:
+        Ingestor(con, landing).ingest()
+        build_all(con)
+        run_checks(con)
+    build.publish(files_new=0, landing=str(landing))
+    direct = time.perf_counter() - s
+    print(json.dumps({
+        "import dagster": t1 - t0,
+        "load definitions": t2 - t1,
+        "first job run (empty landing) minus its warehouse work": runs[0] - direct,
+        "next job run (empty landing) minus its warehouse work": runs[1] - direct,
+        "error": failure,
+    }))
+
+
+# -- the run -----------------------------------------------------------------------------------
+def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[str], None]) -> Results:
+    from warehouse.db import Build  # noqa: PLC0415
+    from warehouse.ingest import Ingestor  # noqa: PLC0415
+    from warehouse.transform import build_all  # noqa: PLC0415
+
+    results = Results()
+    settings = Config().settings_row()
+
+    with phase(results, "generate JSONL + Parquet", log=log) as row:
+        data = generate(spec, root, log)
+        row.rows = data.history_calls + data.new_day_calls
+        row.note = f"{data.jsonl_bytes / data.history_calls:.0f} B/call in JSONL" + (" (gzip)" if spec.gzip else "")
+
+    # 1. ingest
+    full = root / "wh" / "full.duckdb"
+    build = Build(full, "bench")
+    build.start(settings)
+    con = _quiet(build.connect())
+    with phase(results, "ingest: floor (read_json)", log=log) as row:
+        floor_db = root / "wh" / "floor.duckdb"
+        with _quiet(duckdb.connect(str(floor_db))) as fcon:
+            fcon.execute(
+                "CREATE TABLE requests AS SELECT * FROM read_json(?, format = 'newline_delimited', columns = ?)",
+                [[str(p) for p in data.history], FLOOR_COLUMNS],
+            )
+            row.rows = _count(fcon, "requests")
+            fcon.execute("CHECKPOINT")
+    floor_db.unlink()
+    with phase(results, "ingest: thinktax (Ingestor)", floor="ingest: floor (read_json)", log=log) as row:
+        summary = Ingestor(con, data.landing).ingest()
+        row.rows = _count(con, "stg.requests")
+        row.note = f"{len(summary.files)} files, {summary.total('rows_quarantined')} quarantined"
+
+    # 2. marts
+    parquet_glob = str(root / "parquet" / "**" / "*.parquet")
+    with phase(results, "marts: floor (scan Parquet)", log=log) as row:
+        with _quiet(duckdb.connect()) as mcon:
+            mcon.sql(SCAN_FLOOR_SQL.format(source=f"read_parquet('{parquet_glob}', hive_partitioning = true)")).fetchall()
+            row.rows = data.history_calls
+    with phase(results, "marts: thinktax (build_all)", floor="marts: floor (scan Parquet)", log=log) as row:
+        built = build_all(con)
+        row.rows = built["core.calls"]
+        row.note = f"{len(built)} tables"
+    with phase(results, "  same scan over stg.requests", log=log) as row:
+        con.sql(SCAN_FLOOR_SQL.format(source="stg.requests")).fetchall()
+        row.rows = data.history_calls
+    with phase(results, "  checks", log=log) as row:
+        failed = run_checks(con)
+        row.note = "failed: " + ", ".join(failed) if failed else "all pass"
+    con.close()
+    with phase(results, "  publish", log=log) as row:
+        build.publish(files_new=len(summary.new_files), landing=str(data.landing))
+    results.notes.append(_cost_note(full))
+
+    # 3. nightly, 1x and 4x history
+    files = len(data.history)
+    h1 = max(1, files // 4)
+    hist4 = data.history[files - 4 * h1:] if files >= 4 else data.history
+    hist1 = data.history[files - h1:]
+    rel = lambda paths: [p.relative_to(data.landing).as_posix() for p in paths]  # noqa: E731
+    log("preparing the 1x and 4x history warehouses ...")
+    wh1 = root / "wh" / "history1x.duckdb"
+    history_copy(full, wh1, rel(hist1), settings)
+    wh4 = full
+    if len(hist4) != files:
+        wh4 = root / "wh" / "history4x.duckdb"
+        history_copy(full, wh4, rel(hist4), settings)
+    landing1 = nightly_landing(data, root / "landing1x", hist1)
+    landing4 = nightly_landing(data, root / "landing4x", hist4)
+    results.notes.append(
+        f"nightly: 1x history = the last {len(hist1)} request file(s), 4x = the last {len(hist4)}, "
+        f"new day = {len(data.new_day)} file(s) of {data.new_day_calls:,} calls"
+    )
+    t1 = nightly(results, "nightly 1x", wh1, landing1, settings, log)
+    t4 = nightly(results, "nightly 4x", wh4, landing4, settings, log)
+    results.rows.append(Row("nightly 1x total", data.new_day_calls, t1))
+    results.rows.append(Row("nightly 4x total", data.new_day_calls, t4, floor="nightly 1x total", note="ratio: vs 1x"))
+    if len(hist4) != 4 * len(hist1):
+        results.notes.append(f"history is {len(hist4)} vs {len(hist1)} files: 4x is approximate")
+
+    # 4. fixed overhead
+    if overhead:
+        fixed = orchestration_overhead(root, log)
+        error = fixed.pop("error", None)
+        for name, seconds in fixed.items():
+            results.rows.append(Row(f"overhead: {name}", None, float(seconds), note="subprocess"))
+        if error:
+            results.notes.append(f"the Dagster job failed in the overhead probe (timed anyway): {error}")
+    return results
+
+
+def _cost_note(published: Path) -> str:
+    from warehouse.db import read_only  # noqa: PLC0415
+
+    with read_only(published) as con:
+        calls, usd, unpriced = con.execute(
+            "SELECT sum(calls), sum(cost_usd), sum(unpriced_calls) FROM marts.cost_per_task"
+        ).fetchall()[0]
+    return f"marts.cost_per_task: {calls:,} calls, ${usd:,.2f}, {unpriced} unpriced calls"
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def render(results: Results, spec: benchgen.GenSpec, header: str) -> str:
+    lines = [header, ""]
+    w = max(len(r.phase) for r in results.rows) + 2
+    lines.append(f"{'phase':<{w}}{'rows':>13}{'seconds':>10}{'rows/s':>13}{'peak MiB':>10}{'vs floor':>10}  note")
+    lines.append("-" * (w + 56 + 20))
+    for r in results.rows:
+        ratio = results.ratio(r)
+        lines.append(
+            f"{r.phase:<{w}}{_fmt(r.rows, ',d'):>13}{r.seconds:>10.2f}{_fmt(r.rate, ',.0f'):>13}"
+            f"{_fmt(r.peak_mib, ',.0f'):>10}{(_fmt(ratio, '.2f') + 'x') if ratio else '-':>10}  {r.note}"
+        )
+    lines.append("")
+    lines += [f"note: {n}" for n in results.notes]
+    pipeline = results.get("ingest: thinktax (Ingestor)").seconds + results.get("marts: thinktax (build_all)").seconds
+    floor = results.get("ingest: floor (read_json)").seconds + results.get("marts: floor (scan Parquet)").seconds
+    growth = results.get("nightly 4x total").seconds / results.get("nightly 1x total").seconds
+    ingest = results.get("ingest: thinktax (Ingestor)")
+    ingest_rate = 1 / results.ratio(ingest)
+    marts_ratio = results.ratio(results.get("marts: thinktax (build_all)"))
+    lines.append(
+        f"targets: ingest >= 0.80x the read_json rate: {ingest_rate:.2f}x; "
+        f"rebuild <= 1.5x the scan floor: {marts_ratio:.2f}x; nightly 4x/1x <= 1.2: {growth:.2f}"
+    )
+    lines.append(f"floor_ratio={pipeline / floor:.2f} incremental_growth={growth:.2f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m thinktax.bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--calls-per-day", type=int, default=None, help=f"default {DEFAULT_CALLS_PER_DAY:,} ({SMOKE_CALLS_PER_DAY:,} with --smoke)")
+    p.add_argument("--days", type=int, default=None, help=f"days of history, default {DEFAULT_DAYS} ({SMOKE_DAYS} with --smoke)")
+    p.add_argument("--lines-per-file", type=int, default=250_000, help="JSONL files rotate after this many calls (default 250,000)")
+    p.add_argument("--gzip", choices=["auto", "yes", "no"], default="auto",
+                   help="write .jsonl.gz; auto = when plain JSONL would take more than a third of the free disk")
+    p.add_argument("--smoke", action="store_true", help="tiny sizes, no orchestration-overhead subprocesses (for CI)")
+    p.add_argument("--workdir", help="where to generate data and warehouses (default: a temporary folder, removed after)")
+    p.add_argument("--keep", action="store_true", help="keep the work folder")
+    p.add_argument("--seed", type=int, default=benchgen.GenSpec.seed)
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--probe-dagster", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.probe_dagster:
+        _probe_dagster(Path(args.probe_dagster))
+        return 0
+    calls = args.calls_per_day or (SMOKE_CALLS_PER_DAY if args.smoke else DEFAULT_CALLS_PER_DAY)
+    days = args.days or (SMOKE_DAYS if args.smoke else DEFAULT_DAYS)
+    if calls < 1 or days < 1 or args.lines_per_file < 1:
+        p.error("--calls-per-day, --days and --lines-per-file must be >= 1")
+
+    root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="thinktax-bench-"))
+    root.mkdir(parents=True, exist_ok=True)
+    if any(root.iterdir()):
+        p.error(f"work folder {root} is not empty")
+    free = shutil.disk_usage(root).free
+    est_plain = (days + 1) * calls * 400
+    gzip = args.gzip == "yes" or (args.gzip == "auto" and est_plain > free / 3)
+    spec = benchgen.GenSpec(calls, days, seed=args.seed, lines_per_file=args.lines_per_file, gzip=gzip)
+    log = (lambda m: None) if args.quiet else (lambda m: print(f"[bench] {m}", file=sys.stderr, flush=True))
+    header = (
+        f"thinktax bench: {calls:,} calls/day x {days} days of history (+1 new day) = {calls * days:,} calls; "
+        f"{os.cpu_count()} CPUs, duckdb {duckdb.__version__}, work folder {root}, "
+        f"load average at start {os.getloadavg()[0]:.1f}"
+    )
+    try:
+        results = bench(spec, root, overhead=not args.smoke, log=log)
+        print(render(results, spec, header), flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
