@@ -2,33 +2,99 @@
 
 from __future__ import annotations
 
+import contextvars
+import datetime as dt
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from warehouse.db import Build, run_lock
 
 STATE_DIR = ".thinktax"
+YAML_MARKER = "# Written by thinktax"
 
-DAGSTER_YAML = """\
-# Written by thinktax. A persistent instance for `thinktax run` and `make dev`.
+DAGSTER_YAML = f"""\
+{YAML_MARKER} (thinktax/runner.py), and rewritten when thinktax changes it.
+# Delete the line above to keep your own edits. A persistent instance for `thinktax run` and `make dev`.
 telemetry:
   enabled: false
 run_queue:
   max_concurrent_runs: 1   # runs share one warehouse build; one at a time
+run_retries:
+  enabled: true
+  max_retries: 1           # a run that died (worker killed, OOM, restart) is retried once...
+  retry_on_asset_or_op_failure: false   # ...but never one that failed a step: a blocking check fails again
 """
 
 
 def dagster_home() -> Path:
-    """$DAGSTER_HOME, else .thinktax/dagster_home in the working directory (created with a dagster.yaml)."""
+    """$DAGSTER_HOME, else .thinktax/dagster_home in the working directory (with thinktax's dagster.yaml)."""
     home = Path(os.environ.get("DAGSTER_HOME") or Path(STATE_DIR, "dagster_home")).resolve()
     home.mkdir(parents=True, exist_ok=True)
     cfg = home / "dagster.yaml"
-    if not cfg.exists():
+    if not cfg.exists() or (cfg.read_text().startswith(YAML_MARKER) and cfg.read_text() != DAGSTER_YAML):
         cfg.write_text(DAGSTER_YAML)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What `thinktax run` may ask beyond the defaults."""
+
+    days: tuple[dt.date, dt.date] | None = None  # partitions to run (inclusive); None: yesterday (UTC)
+    as_of: dt.date | None = None  # the alert window's last day; None: the latest day with calls
+
+
+_OPTIONS: contextvars.ContextVar[RunOptions] = contextvars.ContextVar("thinktax_run_options", default=RunOptions())
+
+
+@contextmanager
+def run_options(options: RunOptions) -> Iterator[None]:
+    """Options for the run_pipeline calls made inside the block (the CLI goes through thinktax.console)."""
+    token = _OPTIONS.set(options)
+    try:
+        yield
+    finally:
+        _OPTIONS.reset(token)
+
+
+def parse_days(text: str) -> tuple[dt.date, dt.date]:
+    """'2026-11-01:2026-11-30' (or one day '2026-11-03') -> (first, last), inclusive."""
+    first, _, last = text.partition(":")
+    try:
+        a = dt.date.fromisoformat(first.strip())
+        b = dt.date.fromisoformat((last or first).strip())
+    except ValueError:
+        raise ValueError(f"--days: expected FIRST:LAST as YYYY-MM-DD:YYYY-MM-DD, got {text!r}") from None
+    if b < a:
+        raise ValueError(f"--days: {b} is before {a}")
+    return a, b
+
+
+def default_days(today: dt.date | None = None) -> tuple[dt.date, dt.date]:
+    """A run without --days is the nightly run: yesterday's partition (UTC)."""
+    day = (today or dt.datetime.now(dt.UTC).date()) - dt.timedelta(days=1)
+    return day, day
+
+
+def partition_args(days: tuple[dt.date, dt.date]) -> dict:
+    """execute_in_process arguments for a day or a range of daily partitions (checked against the job's)."""
+    from pipelines.defs.warehouse_assets import DAILY  # noqa: PLC0415
+
+    first, last = days
+    for d in days:
+        if not DAILY.has_partition_key(d.isoformat()):
+            raise ValueError(
+                f"{d} is not a daily partition (partitions run from {DAILY.start.date()} to today, UTC; "
+                "set THINKTAX_PARTITIONS_START for older data)")
+    if first == last:
+        return {"partition_key": first.isoformat()}
+    return {"tags": {"dagster/asset_partition_range_start": first.isoformat(),
+                     "dagster/asset_partition_range_end": last.isoformat()}}
 
 
 @dataclass
@@ -39,8 +105,17 @@ class RunOutcome:
     error: str | None = None
 
 
-def run_pipeline(landing: Path, warehouse: Path, config: str | None) -> RunOutcome:
-    """Materialise every asset once (the `thinktax` job). The published warehouse changes only on success."""
+def run_pipeline(landing: Path, warehouse: Path, config: str | None, *,
+                 days: tuple[dt.date, dt.date] | None = None, as_of: dt.date | None = None) -> RunOutcome:
+    """Materialise every asset once (the `thinktax` job). The published warehouse changes only on success.
+
+    ``days`` are the daily partitions the run is for (default: yesterday, UTC); every run rebuilds
+    all days from the staging tables, so any range replaces its days and never duplicates them.
+    ``as_of`` ends the alert's window on that day. Both default to the enclosing ``run_options``.
+    """
+    opts = _OPTIONS.get()
+    days = days or opts.days or default_days()
+    as_of = as_of or opts.as_of
     os.environ["THINKTAX_LANDING"] = str(landing)
     os.environ["THINKTAX_WAREHOUSE"] = str(warehouse)
     if config:
@@ -52,12 +127,20 @@ def run_pipeline(landing: Path, warehouse: Path, config: str | None) -> RunOutco
 
     from pipelines.definitions import defs  # noqa: PLC0415
 
+    part = partition_args(days)
+    # The CLI reports a failure itself: the daemon (if one runs on this instance) must not retry it.
+    tags = {"dagster/max_retries": "0", **part.pop("tags", {})}
+    run_config: dict = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    if as_of:
+        run_config["ops"] = {"ops__alerts": {"config": {"as_of": as_of.isoformat()}}}
     with run_lock(warehouse), dg.DagsterInstance.get() as instance:
         job = defs.resolve_job_def("thinktax")
         result = job.execute_in_process(
             instance=instance,
             raise_on_error=False,
-            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+            run_config=run_config,
+            tags=tags,
+            **part,
         )
         outcome = RunOutcome(success=result.success, run_id=result.run_id)
         if not result.success:

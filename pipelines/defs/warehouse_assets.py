@@ -103,6 +103,7 @@ def ingest_landing(context: dg.AssetExecutionContext, thinktax: ThinktaxResource
 
     with build_.connect() as con:
         summary = Ingestor(con, thinktax.landing_dir).ingest(progress=lambda f: progress.report("ingest", f))
+        touched = record_new_file_days(con, build_.build_id)
     new = summary.new_files
     for f in new:
         if f.status == "unreadable":
@@ -118,18 +119,27 @@ def ingest_landing(context: dg.AssetExecutionContext, thinktax: ThinktaxResource
         )
 
 
-def _sql_asset(model: SqlModel) -> dg.AssetsDefinition:
+def _sql_asset(model: SqlModel, daily: bool) -> dg.AssetsDefinition:
     @dg.asset(
         key=key_of(model.table),
         deps=[key_of(d) for d in sorted(model.deps)],
         group_name=model.schema,
         kinds={"duckdb", "sql"},
         description=model.description,
+        partitions_def=DAILY if daily else None,
+        backfill_policy=SINGLE_RUN if daily else None,
     )
     def _asset(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
         progress.report("build", model.table)
-        with thinktax.build(context.run.run_id).connect() as con:
+        build_ = thinktax.build(context.run.run_id)
+        with build_.connect() as con:
             rows = build(con, model)
+            touched = run_days(con, build_.build_id) if daily else []
+        # The whole table was rebuilt, so the days that late files touched were replaced too: say so.
+        for day in late_partitions(touched, partition_days(context)):
+            context.log_event(dg.AssetMaterialization(
+                asset_key=context.asset_key, partition=day,
+                metadata={"reason": "day touched by a file ingested in this run", "dagster/row_count": rows}))
         return dg.MaterializeResult(metadata={"dagster/row_count": rows})
 
     return _asset
@@ -156,7 +166,7 @@ sql_checks = [_sql_check(c) for c in load_checks()]
 
 @dg.asset(
     key=PUBLISHED,
-    deps=[key_of(m.table) for m in load_models()] + [INGESTED, QUARANTINE, ALERTS],
+    deps=[key_of(m.table) for m in load_models()] + [INGESTED, QUARANTINE, ALERTS, dg.AssetKey(["marts", "gpu_sizing"]), dg.AssetKey(["marts", "self_host_breakeven"])],
     group_name="publish",
     kinds={"duckdb"},
     description="Atomically replaces the published warehouse with this run's build (after every blocking check passed).",

@@ -1,0 +1,43 @@
+"""The break-even alert as an asset: after every mart, before publish (see thinktax/alert.py).
+
+It writes ops.alerts and ops.alert_state in the run's build, so its state is published with the
+warehouse. It never fails the run: any error is logged and the data is published anyway. A
+blocking check upstream skips it, like publish (no alert from data that failed its checks).
+"""
+
+import datetime as dt
+
+import dagster as dg
+
+from pipelines.defs.resources import ThinktaxResource
+from pipelines.defs.warehouse_assets import ALERTS, INGESTED, QUARANTINE, key_of
+from thinktax import alert, progress
+from warehouse.transform import load_models
+
+
+BREAKEVEN = dg.AssetKey(["marts", "self_host_breakeven"])  # per-model thresholds (pipelines/defs/economics_assets.py)
+
+
+class AlertConfig(dg.Config):
+    as_of: str = ""  # YYYY-MM-DD: end the window on this UTC day instead of the latest day with calls
+
+
+@dg.asset(
+    key=ALERTS,
+    deps=[key_of(m.table) for m in load_models()] + [INGESTED, QUARANTINE, BREAKEVEN],
+    group_name="publish",
+    kinds={"duckdb"},
+    description="Break-even alert: reasoning API spend per month vs. the cheapest feasible self-hosted "
+                "deployment (or the configured threshold); one webhook POST per crossing; never fails the run.",
+)
+def breakeven_alert(context: dg.AssetExecutionContext, config: AlertConfig, thinktax: ThinktaxResource) -> dg.MaterializeResult:
+    progress.report("alert", "break-even")
+    try:
+        as_of = dt.date.fromisoformat(config.as_of) if config.as_of else None
+        with thinktax.build(context.run_id).connect() as con:
+            outcome = alert.evaluate(con, thinktax.config(), as_of=as_of, logger=context.log)
+        meta = outcome.as_metadata()
+    except Exception as exc:  # noqa: BLE001 - the alert must never fail the data run
+        context.log.error(f"alert evaluation failed; the warehouse is published anyway: {type(exc).__name__}: {exc}")
+        meta = {"error": f"{type(exc).__name__}: {exc}"}
+    return dg.MaterializeResult(metadata=meta)

@@ -1,0 +1,345 @@
+"""The break-even alert: reasoning API spend crossing what self-hosting would cost.
+
+After the marts are built, for every reasoning model bought through an API:
+
+    window      = the trailing ``window_days`` UTC days ending with the latest day of calls
+                  (or ``--as-of DAY``)
+    per month   = window spend x hours_per_month / (24 x window_days)
+                  e.g. $240 over 30 days at 730 h/month: 240 x 730 / 720 = $243.33/month
+    threshold   = the monthly cost of the model's cheapest feasible deployment
+                  (``marts.self_host_breakeven``: verdict <> 'infeasible', newest month up to the
+                  window's end), or ``alert.threshold_usd_per_month`` when > 0, which is then
+                  compared with all reasoning API spend together (model '*').
+
+A reasoning model is one marked ``reasoning`` in models.csv or, when the catalog does not say,
+one whose calls report thinking tokens.
+
+Each subject (alert, model) is a small state machine kept in ``ops.alert_state``:
+
+    armed   --above-->  send  --2xx-->        fired    (one row in ops.alerts, delivered true)
+                              --failure-->    pending  (row delivered false; retried next run)
+                              --no webhook--> fired    (logged once; row delivered false, channel 'log')
+    pending --above-->  send again (same as armed)
+    fired   --above-->  nothing: one alert per crossing
+    any     --not above--> armed (re-armed: the next crossing fires again)
+
+"Above" is strictly above the threshold. The state lives in the run's build file and is
+published with it; if a run fails after sending (before publishing), the next run sends again:
+at least once, never silently lost.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Protocol
+
+import duckdb
+
+from thinktax.config import Config
+
+ALERT = "breakeven"
+ALL_MODELS = "*"
+POST_TIMEOUT_S = 10.0
+_USD6 = Decimal("0.000001")
+
+log = logging.getLogger("thinktax.alert")
+
+
+class Logger(Protocol):
+    def info(self, msg: str) -> None: ...
+    def warning(self, msg: str) -> None: ...
+
+
+# -- pure logic ------------------------------------------------------------------------------
+
+def per_month(window_spend_usd: Decimal, window_days: int, hours_per_month: float) -> Decimal:
+    """Window spend scaled to a month: spend x hours_per_month / (24 x window_days)."""
+    return (Decimal(window_spend_usd) * Decimal(str(hours_per_month)) / (24 * window_days)).quantize(_USD6)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One thing the alert watches in this run: a model (or all reasoning models, '*')."""
+
+    model: str
+    window_start: dt.date
+    window_end: dt.date
+    window_days: int
+    window_spend_usd: Decimal
+    window_spend_usd_per_month: Decimal
+    threshold_usd_per_month: Decimal
+    deployment: str | None = None  # cheapest feasible deployment, if known
+    threshold_source: str = "configured"  # 'configured' or 'self_host_breakeven'
+    top_model: str | None = None  # '*' subjects: the model with the largest spend
+    top_model_usd_per_month: Decimal | None = None
+
+    @property
+    def above(self) -> bool:
+        return self.window_spend_usd_per_month > self.threshold_usd_per_month
+
+
+def next_action(status: str | None, above: bool) -> str:
+    """'send', 'rearm' or 'none' for a subject in ``status`` ('armed', 'fired', 'pending', None)."""
+    status = status or "armed"
+    if not above:
+        return "none" if status == "armed" else "rearm"
+    return "none" if status == "fired" else "send"
+
+
+def _usd(x: Decimal | None) -> str:
+    return "n/a" if x is None else f"${x:,.2f}"
+
+
+def message(s: Subject) -> dict:
+    """The Slack-compatible payload: ``text`` for people, the fields for machines."""
+    period = f"last {s.window_days} days to {s.window_end.isoformat()}"
+    if s.model == ALL_MODELS:
+        what = "Reasoning-model API spend"
+        against = f"the configured threshold of {_usd(s.threshold_usd_per_month)}/month"
+        rec = (f"Largest: {s.top_model} at {_usd(s.top_model_usd_per_month)}/month; "
+               + (f"its cheapest self-hosted deployment is {s.deployment}. " if s.deployment else "")
+               + "Compare self-hosting it in marts.self_host_breakeven.")
+    else:
+        what = f"API spend on reasoning model {s.model}"
+        against = (f"the {_usd(s.threshold_usd_per_month)}/month its cheapest feasible self-hosted deployment"
+                   f" ({s.deployment}) would cost" if s.deployment
+                   else f"the configured threshold of {_usd(s.threshold_usd_per_month)}/month")
+        saving = s.window_spend_usd_per_month - s.threshold_usd_per_month
+        rec = (f"Self-host {s.model} on {s.deployment}: about {_usd(saving)}/month cheaper at the current volume."
+               if s.deployment else f"Review self-hosting {s.model} in marts.self_host_breakeven.")
+    text = (f"thinktax alert: {what} is {_usd(s.window_spend_usd_per_month)}/month ({period}), "
+            f"above {against}. {rec}")
+    return {
+        "text": text,
+        "alert": ALERT,
+        "model": s.model,
+        "window_days": s.window_days,
+        "window_start": s.window_start.isoformat(),
+        "window_end": s.window_end.isoformat(),
+        "window_spend_usd": float(round(s.window_spend_usd, 2)),
+        "window_spend_usd_per_month": float(round(s.window_spend_usd_per_month, 2)),
+        "threshold_usd_per_month": float(round(s.threshold_usd_per_month, 2)),
+        "threshold_source": s.threshold_source,
+        "cheapest_deployment": s.deployment,
+        "recommendation": rec,
+    }
+
+
+# -- delivery --------------------------------------------------------------------------------
+
+def post_json(url: str, payload: dict, timeout_s: float = POST_TIMEOUT_S) -> str | None:
+    """POST ``payload`` as JSON. None when the receiver answered 2xx, else why it failed."""
+    req = urllib.request.Request(
+        url, data=json.dumps(payload).encode("utf-8"), method="POST",
+        headers={"Content-Type": "application/json", "User-Agent": "thinktax-alert"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - the user's webhook
+            resp.read()
+            return None if 200 <= resp.status < 300 else f"HTTP {resp.status}"
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code}"
+    except urllib.error.URLError as exc:
+        return f"unreachable: {exc.reason}"
+    except TimeoutError:
+        return f"timeout after {timeout_s:g} s"
+    except OSError as exc:  # connection reset, and other socket errors
+        return f"{type(exc).__name__}: {exc}"
+
+
+# -- reading the warehouse -------------------------------------------------------------------
+
+_SPEND_SQL = """
+WITH api AS (
+    SELECT model, day, cost_usd, thinking_tokens FROM core.call_costs WHERE serving = 'api'
+),
+catalog AS (
+    SELECT model_key, bool_or(reasoning) AS reasoning FROM core.dim_models GROUP BY model_key
+),
+models AS (
+    SELECT api.model, coalesce(any_value(catalog.reasoning), bool_or(api.thinking_tokens > 0)) AS reasoning
+    FROM api LEFT JOIN catalog ON catalog.model_key = api.model
+    GROUP BY api.model
+),
+final AS (
+    SELECT m.model,
+           coalesce(sum(a.cost_usd) FILTER (a.day BETWEEN $start AND $end), 0) AS window_spend_usd
+    FROM models m JOIN api a USING (model)
+    WHERE m.reasoning
+    GROUP BY m.model
+)
+SELECT * FROM final ORDER BY model
+"""
+
+_CHEAPEST_SQL = """
+WITH feasible AS (
+    SELECT core.model_key(model) AS model, deployment, month,
+           CAST(self_host_usd_per_month AS DECIMAL(18,6)) AS self_host_usd_per_month
+    FROM marts.self_host_breakeven
+    WHERE verdict <> 'infeasible' AND self_host_usd_per_month IS NOT NULL
+      AND CAST(month AS VARCHAR) <= $as_of
+),
+latest AS (
+    SELECT * FROM feasible QUALIFY month = max(month) OVER (PARTITION BY model)
+),
+final AS (
+    SELECT model, arg_min(deployment, (self_host_usd_per_month, deployment)) AS deployment,
+           min(self_host_usd_per_month) AS self_host_usd_per_month
+    FROM latest GROUP BY model
+)
+SELECT * FROM final
+"""
+
+
+def window_end(con: duckdb.DuckDBPyConnection, as_of: dt.date | None) -> dt.date | None:
+    """``as_of``, else the latest UTC day with calls (None: no calls at all)."""
+    if as_of is not None:
+        return as_of
+    return con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
+
+
+def reasoning_spend(con: duckdb.DuckDBPyConnection, start: dt.date, end: dt.date) -> dict[str, Decimal]:
+    """API spend per reasoning model (model key) over [start, end]; 0 for models without calls in it."""
+    rows = con.execute(_SPEND_SQL, {"start": start, "end": end}).fetchall()
+    return {m: Decimal(v) for m, v in rows}
+
+
+def cheapest_deployments(con: duckdb.DuckDBPyConnection, as_of: dt.date) -> dict[str, tuple[str, Decimal]] | None:
+    """model key -> (deployment, USD/month) of its cheapest feasible deployment; None if the mart is missing."""
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'marts' AND table_name = 'self_host_breakeven'"
+    ).fetchall()[0][0]
+    if not exists:
+        return None
+    rows = con.execute(_CHEAPEST_SQL, {"as_of": as_of.isoformat()}).fetchall()
+    return {m: (d, Decimal(v)) for m, d, v in rows}
+
+
+def subjects(con: duckdb.DuckDBPyConnection, cfg: Config, as_of: dt.date | None, logger: Logger = log) -> list[Subject]:
+    """What to compare this run (see the module docstring)."""
+    end = window_end(con, as_of)
+    if end is None:
+        logger.info("alert: no calls in the warehouse; nothing to evaluate")
+        return []
+    days = cfg.alert.window_days
+    start = end - dt.timedelta(days=days - 1)
+    spend = reasoning_spend(con, start, end)
+    if not spend:
+        logger.info("alert: no reasoning model is bought through an API; nothing to evaluate")
+        return []
+    monthly = {m: per_month(v, days, cfg.hours_per_month) for m, v in spend.items()}
+    try:
+        cheapest = cheapest_deployments(con, end)
+    except duckdb.Error as exc:
+        logger.warning(f"alert: cannot read marts.self_host_breakeven ({exc}); no per-model thresholds")
+        cheapest = None
+    global_threshold = Decimal(str(cfg.alert.threshold_usd_per_month)).quantize(_USD6)
+    common = {"window_start": start, "window_end": end, "window_days": days}
+    if global_threshold > 0:
+        top = max(monthly, key=lambda m: (monthly[m], m))
+        total = sum(spend.values(), Decimal(0))
+        return [Subject(
+            ALL_MODELS, window_spend_usd=total, window_spend_usd_per_month=per_month(total, days, cfg.hours_per_month),
+            threshold_usd_per_month=global_threshold, top_model=top, top_model_usd_per_month=monthly[top],
+            deployment=(cheapest or {}).get(top, (None,))[0], **common)]
+    if cheapest is None:
+        logger.warning("alert: marts.self_host_breakeven does not exist, so no model has a per-model threshold, "
+                       "and alert.threshold_usd_per_month is 0: nothing to compare with")
+        return []
+    out = []
+    for model in sorted(spend):
+        if model not in cheapest:
+            logger.info(f"alert: {model} has no feasible self-hosted deployment; no threshold")
+            continue
+        deployment, usd = cheapest[model]
+        out.append(Subject(model, window_spend_usd=spend[model], window_spend_usd_per_month=monthly[model],
+                           threshold_usd_per_month=usd, deployment=deployment,
+                           threshold_source="self_host_breakeven", **common))
+    return out
+
+
+# -- one evaluation --------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    evaluated: int = 0
+    sent: int = 0  # POSTs attempted
+    delivered: int = 0
+    failed: int = 0
+    logged: int = 0  # no webhook: written to the log instead
+    rearmed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def as_metadata(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if k != "errors"} | {"errors": "; ".join(self.errors)}
+
+
+def _status(con: duckdb.DuckDBPyConnection, model: str) -> str | None:
+    rows = con.execute("SELECT status FROM ops.alert_state WHERE alert = ? AND model = ?", [ALERT, model]).fetchall()
+    return rows[0][0] if rows else None
+
+
+def _save_state(con: duckdb.DuckDBPyConnection, s: Subject, status: str, now: dt.datetime) -> None:
+    con.execute(
+        "INSERT OR REPLACE INTO ops.alert_state VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [ALERT, s.model, status, s.window_spend_usd_per_month, s.threshold_usd_per_month, s.window_end, now],
+    )
+
+
+def _record(con: duckdb.DuckDBPyConnection, s: Subject, now: dt.datetime, delivered: bool, channel: str,
+            text: str, error: str | None) -> None:
+    con.execute(
+        """INSERT INTO ops.alerts (alert, model, fired_at, window_spend_usd, threshold_usd, delivered, message,
+                                   window_spend_usd_per_month, window_days, window_end, deployment, channel, error)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [ALERT, s.model, now, s.window_spend_usd.quantize(_USD6), s.threshold_usd_per_month, delivered, text,
+         s.window_spend_usd_per_month, s.window_days, s.window_end, s.deployment, channel, error],
+    )
+
+
+def evaluate(con: duckdb.DuckDBPyConnection, cfg: Config, *, as_of: dt.date | None = None,
+             now: dt.datetime | None = None, logger: Logger = log, post=post_json) -> Outcome:
+    """Compare, send what crossed, record it. Raises only on warehouse errors (the caller logs them)."""
+    now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    out = Outcome()
+    webhook = cfg.alert.webhook_url.strip()
+    for s in subjects(con, cfg, as_of, logger):
+        out.evaluated += 1
+        status = _status(con, s.model)
+        action = next_action(status, s.above)
+        if action == "rearm":
+            logger.info(f"alert: {s.model} back below the threshold "
+                        f"({_usd(s.window_spend_usd_per_month)} <= {_usd(s.threshold_usd_per_month)}/month): re-armed")
+            out.rearmed += 1
+        if action != "send":
+            _save_state(con, s, "armed" if not s.above else status or "armed", now)
+            continue
+        payload = message(s)
+        if not webhook:
+            logger.warning(f"{payload['text']} (no alert.webhook_url: logged instead of sent)")
+            out.logged += 1
+            con.execute("BEGIN")
+            _record(con, s, now, False, "log", payload["text"], None)
+            _save_state(con, s, "fired", now)
+            con.execute("COMMIT")
+            continue
+        out.sent += 1
+        error = post(webhook, payload)
+        con.execute("BEGIN")
+        _record(con, s, now, error is None, "webhook", payload["text"], error)
+        _save_state(con, s, "fired" if error is None else "pending", now)
+        con.execute("COMMIT")
+        if error is None:
+            out.delivered += 1
+            logger.info(f"alert: sent for {s.model}: {payload['text']}")
+        else:
+            out.failed += 1
+            out.errors.append(f"{s.model}: {error}")
+            logger.warning(f"alert: delivery for {s.model} failed ({error}); it will be retried on the next run")
+    return out
