@@ -1,8 +1,13 @@
 -- Spend per day by where it comes from.
 -- grain: day x source ('api_usage' = API calls at list price, 'self_hosted' = node cost allocated
--- to calls, plus team 'idle' for node-days without calls) x provider x model x team.
+-- to calls, plus team 'idle' for node-days without calls; 'api_bill' = what the providers billed,
+-- from core.billed_costs) x provider x model x team.
 -- reasoning_cost_usd is the thinking tokens' part of cost_usd.
--- reads: core.call_costs, core.self_hosted_allocation, core.dim_nodes, ops.settings
+-- api_bill rows: counted billed amounts per day x provider x model (model NULL for billed lines that
+-- name no model); bills carry no team, so team is 'unknown'; reasoning_cost_usd and calls are NULL
+-- (a bill does not split out thinking tokens or count calls). api_bill bills the same usage that
+-- api_usage prices: do not add the two (checks and the report exclude api_bill).
+-- reads: core.call_costs, core.self_hosted_allocation, core.dim_nodes, core.billed_costs, ops.settings
 WITH usage AS (
     SELECT day,
            CASE serving WHEN 'api' THEN 'api_usage' ELSE 'self_hosted' END AS source,
@@ -19,10 +24,17 @@ idle AS (
     WHERE a.pool = 'idle'
     GROUP BY ALL
 ),
+bills AS (
+    SELECT day, 'api_bill' AS source, provider, model, 'unknown' AS team,
+           sum(billed_usd) AS cost_usd, CAST(NULL AS DECIMAL(38,6)) AS reasoning_cost_usd, CAST(NULL AS BIGINT) AS calls
+    FROM core.billed_costs
+    WHERE is_counted
+    GROUP BY ALL
+),
 final AS (
     SELECT day, source, provider, model, team,
            core.usd6(cost_usd) AS cost_usd, core.usd6(reasoning_cost_usd) AS reasoning_cost_usd, calls
-    FROM (SELECT * FROM usage UNION ALL BY NAME SELECT * FROM idle)
+    FROM (SELECT * FROM usage UNION ALL BY NAME SELECT * FROM idle UNION ALL BY NAME SELECT * FROM bills)
 )
 -- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.
 SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final

@@ -1,0 +1,44 @@
+-- What providers billed against what thinktax computes from usage x the price in force.
+-- grain: one row per day x provider x model (UTC day; model = core.model_key on both sides).
+-- billed_usd: counted billed amounts (core.billed_costs; a FOCUS line that repeats a provider's
+-- own cost API is not counted twice), NULL when nothing was billed for the day/provider/model.
+-- computed_usd: the sum of core.call_costs.cost_usd of API calls (serving = 'api'), NULL when there
+-- was no such call (or none had a price: see marts.unpriced_usage).
+-- A full outer join, so unbilled usage (billed_usd NULL) and bills without matching usage
+-- (computed_usd NULL; model NULL for billed lines that name no model) both show.
+-- difference_usd = billed_usd - computed_usd (a missing side counts as 0), on the rounded figures;
+-- difference_pct = 100 x difference_usd / billed_usd (percent, DOUBLE), NULL when billed is 0 or NULL.
+-- Providers are matched in lower case.
+-- reads: core.billed_costs, core.call_costs, ops.settings
+WITH billed AS (
+    SELECT day, lower(provider) AS provider, core.model_key(model) AS model, sum(billed_usd) AS billed_usd
+    FROM core.billed_costs
+    WHERE is_counted
+    GROUP BY ALL
+),
+computed AS (
+    SELECT day, lower(provider) AS provider, core.model_key(model) AS model, sum(cost_usd) AS computed_usd
+    FROM core.call_costs
+    WHERE serving = 'api'
+    GROUP BY ALL
+),
+joined AS (
+    SELECT coalesce(b.day, c.day) AS day,
+           coalesce(b.provider, c.provider) AS provider,
+           coalesce(b.model, c.model) AS model,
+           core.usd6(b.billed_usd) AS billed_usd,
+           core.usd6(c.computed_usd) AS computed_usd
+    FROM billed b
+    FULL JOIN computed c
+      ON c.day = b.day AND c.provider IS NOT DISTINCT FROM b.provider AND c.model IS NOT DISTINCT FROM b.model
+),
+final AS (
+    SELECT day, provider, model, billed_usd, computed_usd,
+           CAST(coalesce(billed_usd, 0) - coalesce(computed_usd, 0) AS DECIMAL(18,6)) AS difference_usd,
+           CASE WHEN billed_usd <> 0
+                THEN 100 * CAST(coalesce(billed_usd, 0) - coalesce(computed_usd, 0) AS DOUBLE) / CAST(billed_usd AS DOUBLE)
+           END AS difference_pct
+    FROM joined
+)
+-- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.
+SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final

@@ -1,0 +1,144 @@
+-- Every cost thinktax knows, as FOCUS 1.2 cost and usage rows (https://focus.finops.org/focus-specification/v1-2/),
+-- so a FinOps tool can load thinktax's figures next to its cloud bills.
+-- grain: one row per charge, of three kinds (x_Source, the matching marts.daily_spend source):
+-- * 'api_usage': API calls at the list price in force (core.call_costs, serving = 'api', priced
+--   calls only), one row per day x provider x model. Computed by thinktax, not invoiced: BilledCost =
+--   EffectiveCost = ListCost = ContractedCost = the computed cost; PricingQuantity in '1M Tokens'
+--   (all buckets: uncached, cached, cache write, thinking, output), ConsumedQuantity in 'Tokens';
+--   SkuPriceId = the price version when the day used one; ResourceId = the model.
+-- * 'self_hosted': self-hosted node time (core.node_hours_cost, priced hours only), one row per
+--   node x day; cost = gpus x USD per GPU-hour x hours active; PricingQuantity = ConsumedQuantity
+--   in GPU-Hours; ListUnitPrice = the day's USD per GPU-hour when it had one price; ResourceId =
+--   node_id; SkuId = the GPU type.
+-- * 'api_bill': billed lines (core.billed_lines, counted lines only: a FOCUS line that repeats a
+--   provider's cost API is left out), one row per line. FOCUS export lines keep their own columns
+--   (amounts converted to USD); EffectiveCost / ListCost / ContractedCost missing from an export
+--   take BilledCost. OpenAI / Anthropic cost lines: ChargeDescription = line_item / description,
+--   SubAccountId = project_id / workspace_id, SkuId = line_item / token_type (else cost_type),
+--   ResourceId = the model read from the line (NULL when it names none); no quantities (the cost
+--   APIs report none).
+-- Conventions: money DECIMAL(18,6) USD, rounded to the micro-dollar per row (so sums per x_Source
+-- match marts.daily_spend to within half a micro-dollar per row); BillingCurrency = PricingCurrency
+-- = 'USD' (foreign-currency bills are converted in staging); ProviderName = thinktax's provider key
+-- (lower case: 'openai', 'anthropic', the node's cloud); ChargePeriod = the UTC day [start, end);
+-- BillingPeriod = the calendar month of the charge for computed rows and API cost lines (an
+-- export's own billing period otherwise); BillingAccountId = the provider key when the source has
+-- no account id. x_Source is a FOCUS custom column (x_ prefix).
+-- reads: core.call_costs, core.node_hours_cost, core.billed_lines, ops.settings
+WITH api_usage AS (
+    SELECT day, provider, model,
+           sum(cost_usd) AS cost_usd,
+           sum(total_tokens) AS tokens,
+           count(*) AS calls,
+           CASE WHEN count(DISTINCT price_version_id) = 1 THEN min(price_version_id) END AS price_version_id
+    FROM core.call_costs
+    WHERE serving = 'api' AND cost_usd IS NOT NULL
+    GROUP BY day, provider, model
+),
+api_usage_rows AS (
+    SELECT 'api_usage' AS x_Source,
+           core.usd6(cost_usd) AS BilledCost, core.usd6(cost_usd) AS EffectiveCost,
+           core.usd6(cost_usd) AS ListCost, core.usd6(cost_usd) AS ContractedCost,
+           coalesce(provider, 'unknown') AS BillingAccountId, CAST(NULL AS VARCHAR) AS BillingAccountName,
+           CAST(NULL AS VARCHAR) AS SubAccountId, CAST(NULL AS VARCHAR) AS SubAccountName,
+           CAST(date_trunc('month', day) AS TIMESTAMP) AS BillingPeriodStart,
+           CAST(date_trunc('month', day) + INTERVAL 1 MONTH AS TIMESTAMP) AS BillingPeriodEnd,
+           CAST(day AS TIMESTAMP) AS ChargePeriodStart, CAST(day + 1 AS TIMESTAMP) AS ChargePeriodEnd,
+           'Usage' AS ChargeCategory, CAST(NULL AS VARCHAR) AS ChargeClass, 'Usage-Based' AS ChargeFrequency,
+           'API usage of ' || model || ': ' || calls || ' calls, ' || tokens || ' tokens at the list price in force (computed by thinktax)'
+               AS ChargeDescription,
+           'Standard' AS PricingCategory,
+           CAST(NULL AS DECIMAL(18,6)) AS ListUnitPrice, CAST(NULL AS DECIMAL(18,6)) AS ContractedUnitPrice,
+           CAST(CAST(tokens AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(38,10)) AS PricingQuantity,
+           '1M Tokens' AS PricingUnit,
+           CAST(tokens AS DECIMAL(38,10)) AS ConsumedQuantity, 'Tokens' AS ConsumedUnit,
+           provider AS ProviderName, provider AS PublisherName, provider AS InvoiceIssuerName,
+           CAST(NULL AS VARCHAR) AS InvoiceId,
+           provider || ' API' AS ServiceName, 'AI and Machine Learning' AS ServiceCategory,
+           'Generative AI' AS ServiceSubcategory,
+           model AS SkuId, price_version_id AS SkuPriceId,
+           model AS ResourceId, model AS ResourceName, 'Model' AS ResourceType,
+           CAST(NULL AS VARCHAR) AS RegionId, CAST(NULL AS VARCHAR) AS RegionName,
+           CAST(NULL AS VARCHAR) AS Tags
+    FROM api_usage
+),
+node_days AS (
+    SELECT node_id, day, provider, gpu_type, gpus, model,
+           sum(cost_micro_usd) AS cost_micro_usd,
+           sum(gpu_hours) AS gpu_hours,
+           CASE WHEN min(usd_per_gpu_hour) = max(usd_per_gpu_hour) THEN min(usd_per_gpu_hour) END AS usd_per_gpu_hour
+    FROM core.node_hours_cost
+    WHERE cost_micro_usd IS NOT NULL
+    GROUP BY node_id, day, provider, gpu_type, gpus, model
+),
+self_hosted_rows AS (
+    SELECT 'self_hosted' AS x_Source,
+           CAST(CAST(cost_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS BilledCost,
+           CAST(CAST(cost_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS EffectiveCost,
+           CAST(CAST(cost_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS ListCost,
+           CAST(CAST(cost_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS ContractedCost,
+           coalesce(provider, 'unknown') AS BillingAccountId, CAST(NULL AS VARCHAR) AS BillingAccountName,
+           CAST(NULL AS VARCHAR) AS SubAccountId, CAST(NULL AS VARCHAR) AS SubAccountName,
+           CAST(date_trunc('month', day) AS TIMESTAMP) AS BillingPeriodStart,
+           CAST(date_trunc('month', day) + INTERVAL 1 MONTH AS TIMESTAMP) AS BillingPeriodEnd,
+           CAST(day AS TIMESTAMP) AS ChargePeriodStart, CAST(day + 1 AS TIMESTAMP) AS ChargePeriodEnd,
+           'Usage' AS ChargeCategory, CAST(NULL AS VARCHAR) AS ChargeClass, 'Usage-Based' AS ChargeFrequency,
+           'Self-hosted node ' || node_id || ': ' || gpus || ' x ' || gpu_type || ' serving ' || coalesce(model, 'unknown model')
+               AS ChargeDescription,
+           'Standard' AS PricingCategory,
+           core.usd6(usd_per_gpu_hour) AS ListUnitPrice, core.usd6(usd_per_gpu_hour) AS ContractedUnitPrice,
+           CAST(round(gpu_hours, 6) AS DECIMAL(38,10)) AS PricingQuantity, 'GPU-Hours' AS PricingUnit,
+           CAST(round(gpu_hours, 6) AS DECIMAL(38,10)) AS ConsumedQuantity, 'GPU-Hours' AS ConsumedUnit,
+           provider AS ProviderName, provider AS PublisherName, provider AS InvoiceIssuerName,
+           CAST(NULL AS VARCHAR) AS InvoiceId,
+           'GPU compute' AS ServiceName, 'Compute' AS ServiceCategory, 'Virtual Machines' AS ServiceSubcategory,
+           gpu_type AS SkuId, CAST(NULL AS VARCHAR) AS SkuPriceId,
+           node_id AS ResourceId, node_id AS ResourceName, 'GPU node' AS ResourceType,
+           CAST(NULL AS VARCHAR) AS RegionId, CAST(NULL AS VARCHAR) AS RegionName,
+           CAST(NULL AS VARCHAR) AS Tags
+    FROM node_days
+),
+bill_rows AS (
+    SELECT 'api_bill' AS x_Source,
+           core.usd6(billed_usd) AS BilledCost,
+           core.usd6(coalesce(effective_cost_usd, billed_usd)) AS EffectiveCost,
+           core.usd6(coalesce(list_cost_usd, billed_usd)) AS ListCost,
+           core.usd6(coalesce(contracted_cost_usd, billed_usd)) AS ContractedCost,
+           coalesce(billing_account_id, provider) AS BillingAccountId, billing_account_name AS BillingAccountName,
+           sub_account_id AS SubAccountId, sub_account_name AS SubAccountName,
+           coalesce(billing_period_start, CAST(date_trunc('month', day) AS TIMESTAMP)) AS BillingPeriodStart,
+           coalesce(billing_period_end, CAST(date_trunc('month', day) + INTERVAL 1 MONTH AS TIMESTAMP)) AS BillingPeriodEnd,
+           charge_period_start AS ChargePeriodStart, charge_period_end AS ChargePeriodEnd,
+           coalesce(charge_category, 'Usage') AS ChargeCategory, charge_class AS ChargeClass,
+           CASE WHEN source_table = 'stg.focus_costs' THEN charge_frequency ELSE 'Usage-Based' END AS ChargeFrequency,
+           description AS ChargeDescription,
+           CASE WHEN source_table = 'stg.focus_costs' THEN pricing_category ELSE 'Standard' END AS PricingCategory,
+           core.usd6(list_unit_price_usd) AS ListUnitPrice, core.usd6(contracted_unit_price_usd) AS ContractedUnitPrice,
+           CAST(pricing_quantity AS DECIMAL(38,10)) AS PricingQuantity, pricing_unit AS PricingUnit,
+           CAST(consumed_quantity AS DECIMAL(38,10)) AS ConsumedQuantity, consumed_unit AS ConsumedUnit,
+           provider AS ProviderName,
+           coalesce(publisher_name, provider) AS PublisherName,
+           coalesce(invoice_issuer_name, provider) AS InvoiceIssuerName,
+           invoice_id AS InvoiceId,
+           CASE source_table WHEN 'stg.openai_costs' THEN 'OpenAI API'
+                             WHEN 'stg.anthropic_costs' THEN 'Claude API'
+                             ELSE service_name END AS ServiceName,
+           CASE WHEN source_table = 'stg.focus_costs' THEN service_category ELSE 'AI and Machine Learning' END AS ServiceCategory,
+           CASE WHEN source_table = 'stg.focus_costs' THEN service_subcategory ELSE 'Generative AI' END AS ServiceSubcategory,
+           sku_id AS SkuId, sku_price_id AS SkuPriceId,
+           CASE WHEN source_table = 'stg.focus_costs' THEN resource_id ELSE model END AS ResourceId,
+           CASE WHEN source_table = 'stg.focus_costs' THEN resource_name ELSE model END AS ResourceName,
+           CASE WHEN source_table = 'stg.focus_costs' THEN resource_type WHEN model IS NOT NULL THEN 'Model' END AS ResourceType,
+           region_id AS RegionId, region_name AS RegionName,
+           tags_json AS Tags
+    FROM core.billed_lines
+    WHERE counted
+),
+final AS (
+    SELECT * FROM api_usage_rows
+    UNION ALL BY NAME SELECT * FROM self_hosted_rows
+    UNION ALL BY NAME SELECT * FROM bill_rows
+)
+-- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.
+SELECT final.*, 'USD' AS BillingCurrency, 'USD' AS PricingCurrency, (SELECT build_id FROM ops.settings) AS build_id
+FROM final
