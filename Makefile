@@ -35,3 +35,17 @@ lock: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .thinktax landing warehouse/*.duckdb*
+
+.PHONY: docs screenshot
+
+# docs/warehouse.md, generated from the column comments in warehouse/comments.py (a test fails
+# when it is stale).
+docs: $(STAMP)
+	$(BIN)/python -m thinktax.docs_gen
+
+# docs/img/report.png: the demo's HTML report rendered by headless Chromium (Debian: apt-get
+# install -y chromium). Runs the demo into .thinktax/screenshot/, never into ./landing.
+SHOT := .thinktax/screenshot
+screenshot: $(STAMP)
+	DAGSTER_HOME=$(CURDIR)/$(SHOT)/dagster_home $(BIN)/thinktax demo --landing $(SHOT)/landing --warehouse $(SHOT)/thinktax.duckdb
+	$(BIN)/thinktax report --warehouse $(SHOT)/thinktax.duckdb --out $(SHOT)/report.html --png docs/img/report.png

@@ -22,6 +22,7 @@ import dagster as dg
 
 from pipelines.defs.resources import ThinktaxResource
 from thinktax import progress
+from warehouse import comments
 from warehouse.checks import SqlCheck, load_checks
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 from warehouse.ingest import Ingestor
@@ -175,6 +176,7 @@ def published_warehouse(context: dg.AssetExecutionContext, thinktax: ThinktaxRes
     build_ = thinktax.build(context.run.run_id)
     progress.report("publish", str(thinktax.warehouse_file))
     with build_.connect() as con:
+        comments.apply(con)  # column docs (COMMENT ON) for BI tools; every CREATE OR REPLACE dropped them
         new_files = con.execute(
             "SELECT count(*) FROM ops.ingested_files WHERE ingested_at >= (SELECT started_at FROM ops.runs WHERE build_id = ?)",
             [build_.build_id],

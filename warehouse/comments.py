@@ -1,0 +1,437 @@
+"""Column documentation for the BI contract: every ``marts.*`` and ``ops.*`` column's meaning and unit.
+
+BI tools (DBeaver, Superset, Metabase, Tableau) show DuckDB comments next to the columns, so the
+comments live in the warehouse itself: `apply(con)` writes ``COMMENT ON TABLE`` / ``COMMENT ON
+COLUMN`` for every table and column that exists in the connection and is documented here, and
+skips the rest (tables another change has not built yet). The marts are rebuilt with ``CREATE OR
+REPLACE TABLE`` on every run, which drops their comments, so the pipeline calls `apply` on the
+build just before publishing it (`published_warehouse`).
+
+Every column comment reads ``<meaning>. Unit: <unit>.``; `docs/warehouse.md` is generated from
+these comments (`make docs`, `thinktax.docs_gen`). A mart's table comment is the header comment
+of its SQL file (what it is, its grain), so it cannot drift from the SQL.
+
+Adding a column to a mart or an ops table: add its line below (tests/test_column_docs.py fails
+until you do), then run `make docs`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+
+SCHEMAS = ("marts", "ops")
+
+# Units, spelled the same everywhere.
+USD = "USD"
+TOKENS = "tokens"
+COUNT = "count"
+DAY = "date (UTC day)"
+TS = "timestamp (naive UTC)"
+LABEL = "none (label)"
+FRACTION = "fraction 0-1"
+BOOL = "boolean"
+
+
+def _d(meaning: str, unit: str) -> str:
+    return f"{meaning}. Unit: {unit}."
+
+
+# Columns every mart carries.
+COMMON: dict[str, str] = {
+    "build_id": _d("Id of the thinktax run (build) that produced this row; all marts read in one "
+                   "connection carry the same build_id, which proves they come from one snapshot", LABEL),
+}
+
+_TOKEN_BUCKETS = {
+    "input_tokens": _d("Uncached prompt tokens (the prompt minus cache reads and cache writes)", TOKENS),
+    "cached_input_tokens": _d("Prompt tokens read from the provider's prompt cache", TOKENS),
+    "cache_write_tokens": _d("Prompt tokens written to the prompt cache (Anthropic cache creation)", TOKENS),
+    "thinking_tokens": _d("Reasoning (thinking) tokens, counted once: they are inside the completion, never on top of it", TOKENS),
+    "output_tokens": _d("Visible output tokens (the completion minus thinking)", TOKENS),
+}
+
+TABLES: dict[str, str] = {
+    # Table comments for tables that have no SQL file (ops tables come from warehouse/migrations,
+    # marts not built yet get a contract description until their SQL file exists).
+    "ops.ingested_files": "One row per landed file (by content, sha256): rows_in = rows_loaded + rows_duplicate + rows_quarantined.",
+    "ops.quarantine": "One row per rejected record (or per unreadable file, line NULL), with file, line, field and reason.",
+    "ops.runs": "One row per thinktax run (build) that started; published_at is set when it was published.",
+    "ops.settings": "The thinktax.toml settings of the run that built this snapshot (one row), as the SQL reads them.",
+    "ops.alerts": "One row per break-even alert delivery attempt (delivered = the webhook answered 2xx).",
+    "ops.alert_state": "The break-even alert's state per subject (alert x model, model '*' = all reasoning models): armed, fired or pending.",
+    "ops.ingested_days": "The UTC days each landed file touched (telemetry and bills), for daily partitions.",
+    "marts.bill_reconciliation": "What providers billed against usage x price in force. grain: day x provider x model.",
+    "marts.self_host_breakeven": "Self-hosting a reasoning model against buying it through the API. grain: month x model x deployment.",
+    "marts.node_hours": "Self-hosted node usage and cost per hour. grain: node x hour (UTC).",
+    "marts.kv_thinking_share": "KV-cache time held by prompt, thinking and output tokens. grain: day x model.",
+    "marts.gpu_sizing": "Whether and how a model fits on a GPU set-up. grain: model x gpu_type x gpus x precision x profile.",
+    "marts.focus_costs": "Every cost thinktax knows (API and self-hosted) as FOCUS 1.2 rows.",
+}
+
+COLUMNS: dict[str, dict[str, str]] = {
+    "marts.cost_per_task": {
+        "day": _d("UTC day of the task's first call", DAY),
+        "team": _d("Team of the task's first call ('unknown' if not reported; 'idle' for self-hosted node-days without calls)", LABEL),
+        "task_type": _d("Task type of the task's first call ('unknown' if not reported; 'idle' for idle node-days)", LABEL),
+        "model": _d("Model the calls went to (lower case, no provider/ prefix, no date suffix)", LABEL),
+        "serving": _d("'api' (bought per token) or 'self_hosted' (served by a node from nodes.csv)", LABEL),
+        "tier": _d("The task's tier: the highest tier of its calls (fast < medium < full); 'idle' for idle node-days", LABEL),
+        "tasks": _d("Distinct tasks in the row (a task that used two models counts once in each model's row)", COUNT),
+        "calls": _d("Model calls in the row", COUNT),
+        **_TOKEN_BUCKETS,
+        "cost_usd": _d("Cost of the calls: API calls at the price in force at each call, self-hosted calls at "
+                       "their share of the node's paid GPU-hours; idle rows carry unused node time", USD),
+        "thinking_cost_usd": _d("The part of cost_usd due to thinking tokens", USD),
+        "cost_per_task_usd": _d("cost_usd / tasks (NULL for idle rows)", USD),
+        "unpriced_calls": _d("Calls without a known price (not in cost_usd; see marts.unpriced_usage)", COUNT),
+    },
+    "marts.task_costs": {
+        "task_id": _d("Task id (task_id from telemetry; a call without one is its own task)", LABEL),
+        "day": _d("UTC day of the task's first call", DAY),
+        "team": _d("Team of the task's first call ('unknown' if not reported)", LABEL),
+        "task_type": _d("Task type of the task's first call ('unknown' if not reported)", LABEL),
+        "calls": _d("Model calls of the task", COUNT),
+        "models": _d("Models the task used, comma-separated, sorted", LABEL),
+        "serving": _d("'api', 'self_hosted', or 'mixed' when the task used both", LABEL),
+        **_TOKEN_BUCKETS,
+        "cost_usd": _d("What the task cost: all its calls, API and self-hosted", USD),
+        "thinking_cost_usd": _d("The part of cost_usd due to thinking tokens", USD),
+        "tier": _d("Highest tier of the task's calls: 'fast' (no thinking), 'medium', 'full' (thresholds in ops.settings)", LABEL),
+        "unpriced_calls": _d("Calls of the task without a known price (not in cost_usd)", COUNT),
+        "first_call_at": _d("Time of the task's first call", TS),
+        "last_call_at": _d("Time of the task's last call", TS),
+    },
+    "marts.tier_mix": {
+        "day": _d("UTC day of the calls", DAY),
+        "team": _d("Team; '*' = all teams together", LABEL),
+        "tier": _d("Call tier from its thinking tokens: 'fast', 'medium' or 'full' (every tier has a row)", LABEL),
+        "calls": _d("Calls of the tier on that day and team", COUNT),
+        "share_of_calls": _d("calls / all calls of the (day, team)", FRACTION),
+        "cost_usd": _d("Cost of the tier's calls", USD),
+        "share_of_cost": _d("cost_usd / all cost of the (day, team)", FRACTION),
+        "target_share": _d("The target share of calls for this tier (thinktax.toml tiers.target_mix)", FRACTION),
+        "cost_at_target_mix_usd": _d("What this tier would cost if the (day, team)'s calls followed the target mix, "
+                                     "at this tier's cost per call", USD),
+    },
+    "marts.daily_spend": {
+        "day": _d("UTC day of the spend", DAY),
+        "source": _d("'api_usage' (API calls at list price), 'api_bill' (what the provider billed) or "
+                     "'self_hosted' (node cost allocated to calls, team 'idle' for node-days without calls)", LABEL),
+        "provider": _d("API provider, or the self-hosted node's cloud provider", LABEL),
+        "model": _d("Model (lower case, no provider/ prefix, no date suffix)", LABEL),
+        "team": _d("Team of the calls ('unknown' if not reported, 'idle' for unused node time)", LABEL),
+        "cost_usd": _d("Spend", USD),
+        "reasoning_cost_usd": _d("The part of cost_usd due to thinking tokens", USD),
+        "calls": _d("Calls behind the spend (0 for idle rows and bills)", COUNT),
+    },
+    "marts.unpriced_usage": {
+        "serving": _d("'api' or 'self_hosted'", LABEL),
+        "provider": _d("API provider or node provider", LABEL),
+        "reported_model": _d("Model name as reported by the telemetry", LABEL),
+        "node_id": _d("Self-hosted node (NULL for API calls)", LABEL),
+        "reason": _d("Why no price was found", LABEL),
+        "calls_or_hours": _d("Unpriced calls (or node-hours, for a node without a GPU price)", COUNT),
+        "first_seen": _d("First unpriced call or hour", TS),
+        "last_seen": _d("Last unpriced call or hour", TS),
+    },
+    "marts.bill_reconciliation": {
+        "day": _d("UTC day of the billed usage", DAY),
+        "provider": _d("API provider", LABEL),
+        "model": _d("Model (lower case, no provider/ prefix, no date suffix)", LABEL),
+        "billed_usd": _d("What the provider billed (cost export / invoice lines)", USD),
+        "computed_usd": _d("Usage x the price in force, as thinktax computes it", USD),
+        "difference_usd": _d("billed_usd - computed_usd", USD),
+        "difference_pct": _d("difference_usd as a percentage of billed_usd", "percent"),
+    },
+    "marts.self_host_breakeven": {
+        "month": _d("First day of the calendar month (UTC) of the observed API volume", DAY),
+        "model": _d("Reasoning model (model key: lower case, no provider/ prefix, no date suffix)", LABEL),
+        "deployment": _d("Candidate self-host set-up (deployments.csv)", LABEL),
+        "provider": _d("Cloud provider of the deployment's GPUs", LABEL),
+        "gpu_type": _d("GPU type of the deployment", LABEL),
+        "gpus": _d("GPUs in one deployment", COUNT),
+        "precision": _d("Weight precision of the deployment ('bf16', 'fp8', 'int4')", LABEL),
+        "api_calls": _d("Priced API calls of the model in the month", COUNT),
+        "api_spend_usd": _d("API spend on the model in the month", USD),
+        "api_cost_per_call_usd": _d("api_spend_usd / api_calls: the observed API cost of one call", "USD per call"),
+        "usd_per_gpu_hour": _d("GPU price used (see usd_per_gpu_hour_source)", "USD per GPU-hour"),
+        "usd_per_gpu_hour_source": _d("'deployment' (deployments.csv) or 'gpu_price_sheet' (cheapest on-demand price in force)", LABEL),
+        "self_host_usd_per_month": _d("Monthly cost of one deployment: gpus x usd_per_gpu_hour x hours_per_month", "USD per month"),
+        "calls_per_minute": _d("Calls one deployment serves per minute (see calls_per_minute_source)", "calls per minute"),
+        "calls_per_minute_source": _d("'deployment' (deployments.csv) or 'estimated' (memory-bandwidth roofline on the p50 profile)", LABEL),
+        "capacity_calls_per_month": _d("calls_per_minute x 60 x hours_per_month: what one deployment can serve", "calls per month"),
+        "deployments_needed": _d("max(1, ceil(api_calls / capacity)): the self-host cost is a step function (NULL if infeasible)", COUNT),
+        "breakeven_calls_per_month": _d("self_host_usd_per_month / api_cost_per_call_usd: the monthly volume where one "
+                                        "deployment costs what the API does", "calls per month"),
+        "breakeven_api_spend_usd": _d("API spend at the break-even volume (= self_host_usd_per_month)", "USD per month"),
+        "breakeven_within_capacity": _d("True when one deployment can serve the break-even volume; false: self-hosting "
+                                        "never pays at any volume", BOOL),
+        "savings_usd": _d("api_spend_usd - deployments_needed x self_host_usd_per_month: what self-hosting would save "
+                          "in the month (negative: it would cost more; NULL if infeasible)", USD),
+        "fits": _d("True when the weights and the KV cache of at least one p95 call fit the deployment's GPU memory", BOOL),
+        "verdict": _d("'self_host' (fits and cheaper at the observed volume), 'stay_on_api', or 'infeasible' (does not fit)", LABEL),
+    },
+    "marts.node_hours": {
+        "node_id": _d("Self-hosted node (nodes.csv)", LABEL),
+        "hour": _d("Start of the UTC hour", TS),
+        "day": _d("UTC day of the hour", DAY),
+        "provider": _d("Cloud provider of the node", LABEL),
+        "gpu_type": _d("GPU type of the node", LABEL),
+        "gpus": _d("GPUs in the node", COUNT),
+        "model": _d("Model the node serves (model key)", LABEL),
+        "gpu_hours": _d("GPU-hours paid in the hour (GPUs x fraction of the hour active)", "GPU-hours"),
+        "cost_usd": _d("Cost of the node in the hour (NULL where no GPU price is known)", USD),
+        "busy_seconds": _d("Seconds of the hour in which at least one call was running (union of call intervals)", "seconds"),
+        "usage_cost_usd": _d("The part of cost_usd paid by busy time", USD),
+        "idle_cost_usd": _d("The part of cost_usd paid by idle time (cost_usd - usage_cost_usd)", USD),
+        "calls": _d("Finished requests from the serving engine's counters (NULL when the hour has no counter delta)", COUNT),
+        "prompt_tokens": _d("Prompt tokens from the serving engine's counter deltas (a restart counts the new value, never negative)", TOKENS),
+        "generation_tokens": _d("Generated tokens (thinking + output) from counter deltas (restarts handled)", TOKENS),
+        "kv_cache_usage_mean": _d("Mean KV-cache usage over the hour's samples (vLLM kv_cache_usage_perc, SGLang token_usage)", FRACTION),
+        "kv_cache_usage_max": _d("Highest KV-cache usage among the hour's samples", FRACTION),
+        "gpu_util_mean": _d("Mean GPU utilisation (DCGM GPU_UTIL) over GPUs and scrapes", FRACTION),
+        "energy_kwh": _d("Energy the GPUs used in the hour (DCGM energy counter deltas / 3.6e9 mJ per kWh)", "kWh"),
+        "calls_logged": _d("Self-hosted calls of the node in the request logs whose time is in the hour", COUNT),
+        "prompt_tokens_logged": _d("Their prompt tokens (uncached + cached + cache write), from the logs", TOKENS),
+        "generation_tokens_logged": _d("Their generated tokens (thinking + output), from the logs", TOKENS),
+        "has_metrics": _d("True when the hour has at least one Prometheus scrape", BOOL),
+        "scrapes": _d("Distinct scrape times in the hour", COUNT),
+        "counter_resets": _d("Counter deltas of the hour that were restarts (a drop in a counter)", COUNT),
+        "counter_gaps": _d("Counter deltas of the hour flagged as gaps between scrapes", COUNT),
+    },
+    "marts.kv_thinking_share": {
+        "day": _d("UTC day of the calls", DAY),
+        "model": _d("Model (model key)", LABEL),
+        "calls": _d("Calls of the model on the day", COUNT),
+        "calls_without_latency": _d("Calls without latency_ms, so without KV byte-seconds (left out of the sums)", COUNT),
+        "self_hosted_calls": _d("Calls served by self-hosted nodes", COUNT),
+        "kv_bytes_per_token_bf16": _d("KV-cache bytes one token holds at bf16 (from config.json or models.csv)", "bytes per token"),
+        "prompt_tokens": _d("Prompt tokens of the calls with a latency", TOKENS),
+        "thinking_tokens": _d("Thinking tokens of the calls with a latency", TOKENS),
+        "output_tokens": _d("Visible output tokens of the calls with a latency", TOKENS),
+        "prompt_kv_gb_s": _d("KV cache the prompt tokens held, times how long (bf16)", "GB-seconds"),
+        "thinking_kv_gb_s": _d("KV cache the thinking tokens held, times how long (bf16)", "GB-seconds"),
+        "output_kv_gb_s": _d("KV cache the visible output tokens held, times how long (bf16)", "GB-seconds"),
+        "kv_gb_s": _d("KV cache all tokens held, times how long (bf16)", "GB-seconds"),
+        "kv_peak_gb_max": _d("Largest KV cache one call held at its end (bf16)", "GB (10^9 bytes)"),
+        "prompt_share": _d("prompt_kv_gb_s / kv_gb_s", FRACTION),
+        "thinking_share": _d("thinking_kv_gb_s / kv_gb_s: the thinking tokens' share of KV-time", FRACTION),
+        "output_share": _d("output_kv_gb_s / kv_gb_s", FRACTION),
+        "thinking_token_share": _d("thinking tokens / all tokens, for comparison with thinking_share", FRACTION),
+    },
+    "marts.gpu_sizing": {
+        "model": _d("Model (catalog name, models.csv)", LABEL),
+        "gpu_type": _d("GPU type", LABEL),
+        "gpus": _d("GPUs in the set-up", COUNT),
+        "precision": _d("Weight precision ('bf16', 'fp8', 'int4')", LABEL),
+        "profile": _d("Call profile: 'p50' or 'p95' of the model's observed calls", LABEL),
+        "month": _d("First day of the month whose calls gave the profile (the newest with calls)", DAY),
+        "prompt_tokens": _d("Prompt tokens of the profile's call", TOKENS),
+        "thinking_tokens": _d("Thinking tokens of the profile's call", TOKENS),
+        "output_tokens": _d("Visible output tokens of the profile's call", TOKENS),
+        "kv_dtype": _d("KV-cache dtype at this precision ('bf16' 2 bytes, 'fp8' 1 byte per element)", LABEL),
+        "weights_gb": _d("Memory the weights take", "GB (10^9 bytes)"),
+        "kv_bytes_per_token": _d("KV-cache bytes one token of context holds at kv_dtype", "bytes per token"),
+        "kv_gb_per_call": _d("KV cache one call of this profile holds at its end", "GB (10^9 bytes)"),
+        "kv_gb_per_call_allocated": _d("KV cache allocated per call across the GPUs (kv_gb_per_call x copies under tensor parallelism)", "GB (10^9 bytes)"),
+        "kv_budget_gb": _d("GPU memory left for KV cache: usable memory - weights - activation reserve", "GB (10^9 bytes)"),
+        "max_concurrent_calls": _d("floor(kv_budget_gb / kv_gb_per_call_allocated): calls of this profile that fit at once", COUNT),
+        "fits": _d("True when the weights and at least one call fit", BOOL),
+    },
+    "marts.focus_costs": {
+        # FOCUS 1.2 column ids; a column matches in PascalCase or snake_case (billed_cost).
+        "x_Source": _d("thinktax custom column: 'api_usage' (computed API cost), 'self_hosted' (node time) or "
+                       "'api_bill' (a billed line), as in marts.daily_spend", LABEL),
+        "InvoiceId": _d("FOCUS InvoiceId: the invoice the charge is on, when known", LABEL),
+        "BilledCost": _d("FOCUS BilledCost: the amount charged, as invoiced", USD),
+        "EffectiveCost": _d("FOCUS EffectiveCost: amortised cost after discounts and commitments", USD),
+        "ListCost": _d("FOCUS ListCost: cost at list price", USD),
+        "ContractedCost": _d("FOCUS ContractedCost: cost at the negotiated price", USD),
+        "BillingAccountId": _d("FOCUS BillingAccountId: the billing account", LABEL),
+        "BillingAccountName": _d("FOCUS BillingAccountName: the billing account's name", LABEL),
+        "BillingAccountType": _d("FOCUS BillingAccountType: the kind of billing account", LABEL),
+        "BillingCurrency": _d("FOCUS BillingCurrency: currency of the billed amounts (ISO 4217)", LABEL),
+        "BillingPeriodStart": _d("FOCUS BillingPeriodStart: start of the billing period (inclusive)", TS),
+        "BillingPeriodEnd": _d("FOCUS BillingPeriodEnd: end of the billing period (exclusive)", TS),
+        "ChargeCategory": _d("FOCUS ChargeCategory: 'Usage', 'Purchase', 'Tax', 'Credit' or 'Adjustment'", LABEL),
+        "ChargeClass": _d("FOCUS ChargeClass: 'Correction' for corrections of an earlier period, else empty", LABEL),
+        "ChargeDescription": _d("FOCUS ChargeDescription: what the charge is", LABEL),
+        "ChargeFrequency": _d("FOCUS ChargeFrequency: 'One-Time', 'Recurring' or 'Usage-Based'", LABEL),
+        "ChargePeriodStart": _d("FOCUS ChargePeriodStart: start of the period the charge covers (inclusive)", TS),
+        "ChargePeriodEnd": _d("FOCUS ChargePeriodEnd: end of the period the charge covers (exclusive)", TS),
+        "ConsumedQuantity": _d("FOCUS ConsumedQuantity: usage measured in ConsumedUnit", "ConsumedUnit"),
+        "ConsumedUnit": _d("FOCUS ConsumedUnit: the unit of ConsumedQuantity (e.g. 'tokens', 'GPU-hours')", LABEL),
+        "InvoiceIssuerName": _d("FOCUS InvoiceIssuerName: who issues the invoice", LABEL),
+        "ListUnitPrice": _d("FOCUS ListUnitPrice: list price per PricingUnit", "USD per PricingUnit"),
+        "ContractedUnitPrice": _d("FOCUS ContractedUnitPrice: negotiated price per PricingUnit", "USD per PricingUnit"),
+        "PricingCategory": _d("FOCUS PricingCategory: 'Standard', 'Dynamic', 'Committed' or 'Other'", LABEL),
+        "PricingCurrency": _d("FOCUS PricingCurrency: currency of the unit prices (ISO 4217)", LABEL),
+        "PricingQuantity": _d("FOCUS PricingQuantity: quantity priced, in PricingUnit", "PricingUnit"),
+        "PricingUnit": _d("FOCUS PricingUnit: the unit prices are quoted in (e.g. '1M tokens', 'GPU-hour')", LABEL),
+        "ProviderName": _d("FOCUS ProviderName: who provides the service (API provider or cloud)", LABEL),
+        "PublisherName": _d("FOCUS PublisherName: who publishes the service (model vendor)", LABEL),
+        "RegionId": _d("FOCUS RegionId: provider region id", LABEL),
+        "RegionName": _d("FOCUS RegionName: provider region name", LABEL),
+        "ResourceId": _d("FOCUS ResourceId: the resource charged (node id, model)", LABEL),
+        "ResourceName": _d("FOCUS ResourceName: the resource's display name", LABEL),
+        "ResourceType": _d("FOCUS ResourceType: the kind of resource", LABEL),
+        "ServiceCategory": _d("FOCUS ServiceCategory: e.g. 'AI and Machine Learning'", LABEL),
+        "ServiceName": _d("FOCUS ServiceName: the service charged", LABEL),
+        "ServiceSubcategory": _d("FOCUS ServiceSubcategory: finer service class", LABEL),
+        "SkuId": _d("FOCUS SkuId: the provider's SKU", LABEL),
+        "SkuPriceId": _d("FOCUS SkuPriceId: the SKU price point", LABEL),
+        "SubAccountId": _d("FOCUS SubAccountId: project / workspace / team account", LABEL),
+        "SubAccountName": _d("FOCUS SubAccountName: its name", LABEL),
+        "Tags": _d("FOCUS Tags: key-value labels, as JSON", LABEL),
+    },
+    "ops.ingested_files": {
+        "file_id": _d("Id of the landed file (by content)", LABEL),
+        "file": _d("Path relative to the landing folder, as first seen", LABEL),
+        "sha256": _d("SHA-256 of the file's bytes (after gunzip); the same bytes under any name are ingested once", LABEL),
+        "folder": _d("Landing sub-folder, e.g. 'prices/llm'", LABEL),
+        "format": _d("Detected format, e.g. 'litellm_json' (NULL when unreadable)", LABEL),
+        "target_table": _d("Staging table the rows went to", LABEL),
+        "status": _d("'loaded', or 'unreadable' (the whole file quarantined)", LABEL),
+        "rows_in": _d("Records read: rows_loaded + rows_duplicate + rows_quarantined", COUNT),
+        "rows_loaded": _d("Records loaded into staging", COUNT),
+        "rows_duplicate": _d("Records already loaded from another file (same key and values)", COUNT),
+        "rows_quarantined": _d("Records rejected to ops.quarantine", COUNT),
+        "effective_from": _d("Price sheets: the day their prices take effect", DAY),
+        "bytes": _d("Size of the file (after gunzip)", "bytes"),
+        "ingested_at": _d("When the file was ingested", TS),
+    },
+    "ops.quarantine": {
+        "file_id": _d("Id of the file (ops.ingested_files)", LABEL),
+        "file": _d("Path relative to the landing folder", LABEL),
+        "line": _d("Line (or record number) in the file; NULL when the whole file was unreadable", "line number"),
+        "field": _d("Field that failed", LABEL),
+        "reason": _d("Why the record was rejected", LABEL),
+        "raw": _d("The rejected record as text", LABEL),
+        "quarantined_at": _d("When it was rejected", TS),
+    },
+    "ops.runs": {
+        "build_id": _d("Id of the run's build (the build_id the marts of its snapshot carry)", LABEL),
+        "started_at": _d("When the run started its build", TS),
+        "published_at": _d("When the run published its build (NULL if it never did)", TS),
+        "files_new": _d("Landing files the run ingested for the first time", COUNT),
+        "landing": _d("Landing folder the run read", LABEL),
+    },
+    "ops.settings": {
+        "hours_per_month": _d("Hours in a month, for monthly costs", "hours"),
+        "medium_min_thinking_tokens": _d("A call with at least this many thinking tokens is 'medium'", TOKENS),
+        "full_min_thinking_tokens": _d("A call with at least this many thinking tokens is 'full'", TOKENS),
+        "target_fast": _d("Target share of 'fast' calls", FRACTION),
+        "target_medium": _d("Target share of 'medium' calls", FRACTION),
+        "target_full": _d("Target share of 'full' calls", FRACTION),
+        "alert_window_days": _d("Trailing window of reasoning API spend the alert looks at", "days"),
+        "alert_threshold_usd_per_month": _d("Alert threshold; 0 = the break-even of the cheapest feasible deployment", "USD per month"),
+    },
+    "ops.alerts": {
+        "alert": _d("Alert name ('breakeven')", LABEL),
+        "model": _d("Reasoning model the alert is about ('*' = all reasoning API spend together)", LABEL),
+        "fired_at": _d("When the alert fired (the delivery attempt)", TS),
+        "window_spend_usd": _d("API spend on the model over the trailing window (not scaled)", USD),
+        "threshold_usd": _d("The threshold it crossed: the cheapest feasible deployment's monthly cost, or "
+                            "alert.threshold_usd_per_month", "USD per month"),
+        "delivered": _d("True once the webhook answered 2xx (a failed POST is retried on the next run; "
+                        "log-only alerts stay false)", BOOL),
+        "message": _d("The message text", LABEL),
+        "window_spend_usd_per_month": _d("window_spend_usd scaled to a month: x hours_per_month / (24 x window_days)", "USD per month"),
+        "window_days": _d("Length of the trailing window", "days"),
+        "window_end": _d("Last UTC day of the window", DAY),
+        "deployment": _d("Cheapest feasible self-host deployment for the model, if known", LABEL),
+        "channel": _d("'webhook', or 'log' when no webhook is configured", LABEL),
+        "error": _d("Why delivery failed (HTTP status, timeout, refused connection); NULL when delivered", LABEL),
+    },
+    "ops.alert_state": {
+        "alert": _d("Alert name ('breakeven')", LABEL),
+        "model": _d("Reasoning model ('*' = all reasoning models together)", LABEL),
+        "status": _d("'armed' (below threshold: the next crossing fires), 'fired' (sent for the current crossing), "
+                     "'pending' (above, delivery failed: retried next run)", LABEL),
+        "window_spend_usd_per_month": _d("Trailing-window API spend scaled to a month, at the last evaluation", "USD per month"),
+        "threshold_usd_per_month": _d("The threshold at the last evaluation", "USD per month"),
+        "window_end": _d("Last UTC day of the window at the last evaluation", DAY),
+        "updated_at": _d("When the state was last evaluated", TS),
+    },
+    "ops.ingested_days": {
+        "file_id": _d("Landed file (ops.ingested_files)", LABEL),
+        "day": _d("UTC day the file's rows fall on (telemetry and bills)", DAY),
+        "rows": _d("Rows of the file on that day (a row spanning days counts on each)", COUNT),
+    },
+
+}
+
+
+def _norm(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def column_comment(table: str, column: str) -> str | None:
+    """The documented comment of ``schema.table``.``column``, or None."""
+    cols = COLUMNS.get(table, {})
+    if column in cols:
+        return cols[column]
+    if table == "marts.focus_costs":  # FOCUS ids in PascalCase or snake_case
+        by_norm = {_norm(k): v for k, v in cols.items()}
+        if _norm(column) in by_norm:
+            return by_norm[_norm(column)]
+    return COMMON.get(column)
+
+
+def table_comment(table: str) -> str | None:
+    """A mart's SQL header (what it is, grain), else the text in TABLES."""
+    from warehouse.transform import load_models  # noqa: PLC0415
+
+    for model in load_models():
+        if model.table == table:
+            lines = [ln for ln in model.description.splitlines() if ln and not ln.startswith("reads:")]
+            return " ".join(lines)
+    return TABLES.get(table)
+
+
+def split(comment: str) -> tuple[str, str]:
+    """('meaning', 'unit') of a comment written by `_d`."""
+    m = re.fullmatch(r"(.*)\. Unit: (.*)\.", comment, flags=re.DOTALL)
+    return (m[1], m[2]) if m else (comment, "")
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def existing_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
+    """(schema, table, column) of every marts.* and ops.* column, in table and column order."""
+    return [tuple(r) for r in con.execute(
+        "SELECT schema_name, table_name, column_name FROM duckdb_columns() "
+        "WHERE database_name = current_database() AND schema_name IN ('marts', 'ops') "
+        "ORDER BY schema_name, table_name, column_index"
+    ).fetchall()]
+
+
+def apply(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Write the comments into the warehouse; returns the columns that have none (``schema.table.column``)."""
+    relations = dict(con.execute(
+        "SELECT schema_name || '.' || table_name, 'TABLE' FROM duckdb_tables() "
+        "WHERE database_name = current_database() AND schema_name IN ('marts', 'ops') "
+        "UNION ALL SELECT schema_name || '.' || view_name, 'VIEW' FROM duckdb_views() "
+        "WHERE database_name = current_database() AND schema_name IN ('marts', 'ops') AND NOT internal"
+    ).fetchall())
+    for table, kind in relations.items():
+        text = table_comment(table)
+        if text:
+            schema, name = table.split(".")
+            con.execute(f"COMMENT ON {kind} {_ident(schema)}.{_ident(name)} IS {_literal(text)}")
+    missing = []
+    for schema, name, column in existing_columns(con):
+        text = column_comment(f"{schema}.{name}", column)
+        if text is None:
+            missing.append(f"{schema}.{name}.{column}")
+            continue
+        con.execute(f"COMMENT ON COLUMN {_ident(schema)}.{_ident(name)}.{_ident(column)} IS {_literal(text)}")
+    return missing
