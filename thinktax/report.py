@@ -1,0 +1,573 @@
+"""The HTML report: one self-contained file (inline CSS and SVG, no script, no URL) that works offline.
+
+It opens the published warehouse read-only and draws, with SVG written here (no chart library):
+  1. daily spend stacked by source and tier (+ the billed API amount as a line, when bills exist);
+  2. thinking share of spend per model;
+  3. cost per task by task type (the 20 most expensive);
+  4. the tier mix against the target mix;
+  5. the self-host break-even per reasoning model: API cost rising with monthly calls against the
+     self-host step function (a deployment's monthly cost for every `capacity` calls), the observed
+     volume marked; a note when marts.self_host_breakeven does not exist yet;
+  6. the alert state (ops.alerts).
+The 30-day charts use the window of the BI example queries in sql/bi/ (the 30 days ending with
+the latest day in the warehouse), by running those very files.
+
+`thinktax report` writes it; the Dagster asset ops/report (pipelines/defs/report.py) writes it
+next to the warehouse after every publish. `screenshot()` renders it to PNG with headless Chromium
+(`make screenshot` -> docs/img/report.png, and tests/test_report.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from decimal import Decimal
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from warehouse.db import read_only
+
+REPORT_NAME = "report.html"
+DAILY_DAYS = 90  # the daily spend chart shows at most this many days, ending with the latest
+
+TIER_ORDER = ("fast", "medium", "full", "idle")
+# One hue per source, darker for deeper tiers.
+SOURCE_COLOURS = {
+    "api": {"fast": "#9ecae1", "medium": "#4292c6", "full": "#08519c"},
+    "self_hosted": {"fast": "#a1d99b", "medium": "#41ab5d", "full": "#006d2c", "idle": "#bdbdbd"},
+}
+BILL_COLOUR = "#cb181d"
+THINK_COLOUR = "#d94801"
+OTHER_COLOUR = "#fdd0a2"
+ACTUAL_COLOUR = "#3182bd"
+TARGET_COLOUR = "#bdbdbd"
+STEP_COLOUR = "#31a354"
+
+
+def default_path(warehouse: Path) -> Path:
+    """Where the report of a warehouse goes: report.html in the warehouse's folder."""
+    return Path(warehouse).with_name(REPORT_NAME)
+
+
+def bi_query(name: str) -> str:
+    """The text of sql/bi/<name>.sql."""
+    return resources.files("sql").joinpath("bi", f"{name}.sql").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# formatting
+
+def usd(x: float | Decimal | None) -> str:
+    if x is None:
+        return "—"
+    v = float(x)
+    sign, a = ("-" if v < 0 else ""), abs(v)
+    if a >= 100:
+        return f"{sign}${a:,.0f}"
+    if a >= 1 or a == 0:
+        return f"{sign}${a:,.2f}"
+    return f"{sign}${a:,.4f}"
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * float(x):.1f}%"
+
+
+def count(x) -> str:
+    return "—" if x is None else f"{float(x):,.0f}"
+
+
+def esc(x: object) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def nice_step(span: float, ticks: int = 5) -> float:
+    """A 1/2/5 x 10^n step giving about `ticks` ticks over `span`."""
+    if span <= 0:
+        return 1.0
+    raw = span / ticks
+    mag = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if raw <= m * mag:
+            return m * mag
+    return 10 * mag
+
+
+def axis_max(v: float) -> tuple[float, float]:
+    """(top of the axis, tick step) for values up to v."""
+    step = nice_step(v if v > 0 else 1.0)
+    top = step * max(1, math.ceil((v if v > 0 else 1.0) / step - 1e-9))
+    return top, step
+
+
+def short(x: float) -> str:
+    """Axis label: 1.2k, 3M, 0.05."""
+    a = abs(x)
+    if a >= 1e6:
+        return f"{x / 1e6:g}M"
+    if a >= 1e3:
+        return f"{x / 1e3:g}k"
+    return f"{x:g}"
+
+
+# ---------------------------------------------------------------------------------------------
+# SVG charts
+
+@dataclass
+class Frame:
+    width: int = 1200
+    height: int = 320
+    left: int = 70
+    right: int = 20
+    top: int = 20
+    bottom: int = 50
+
+    @property
+    def pw(self) -> int:
+        return self.width - self.left - self.right
+
+    @property
+    def ph(self) -> int:
+        return self.height - self.top - self.bottom
+
+
+def _svg(f: Frame, body: list[str], label: str) -> str:
+    return (f'<svg role="img" aria-label="{esc(label)}" viewBox="0 0 {f.width} {f.height}" '
+            f'width="{f.width}" height="{f.height}">' + "".join(body) + "</svg>")
+
+
+def _y_axis(f: Frame, top: float, step: float, fmt) -> list[str]:
+    out = []
+    v = 0.0
+    while v <= top + 1e-9:
+        y = f.top + f.ph - f.ph * v / top
+        out.append(f'<line x1="{f.left}" x2="{f.left + f.pw}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
+        out.append(f'<text x="{f.left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{esc(fmt(v))}</text>')
+        v += step
+    return out
+
+
+def legend(items: list[tuple[str, str]]) -> str:
+    return '<div class="legend">' + "".join(
+        f'<span><i style="background:{c}"></i>{esc(t)}</span>' for t, c in items) + "</div>"
+
+
+def stacked_days(days: list[dt.date], series: list[tuple[str, str, list[float]]],
+                 line: tuple[str, str, list[float | None]] | None = None) -> str:
+    """Stacked bars per day; series = (label, colour, value per day); optional overlay line."""
+    f = Frame()
+    totals = [sum(s[2][i] for s in series) for i in range(len(days))]
+    peak = max(totals + ([v for v in line[2] if v is not None] if line else []) + [0.0])
+    top, step = axis_max(peak)
+    body = _y_axis(f, top, step, lambda v: "$" + short(v))
+    n = max(len(days), 1)
+    slot = f.pw / n
+    bar = max(1.0, slot * 0.8)
+    for i, day in enumerate(days):
+        x = f.left + i * slot + (slot - bar) / 2
+        y = f.top + f.ph
+        for label, colour, values in series:
+            v = values[i]
+            if v <= 0:
+                continue
+            h = f.ph * v / top
+            y -= h
+            body.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" fill="{colour}">'
+                        f'<title>{esc(day)} {esc(label)}: {esc(usd(v))}</title></rect>')
+    every = max(1, math.ceil(n / 12))
+    for i, day in enumerate(days):
+        if i % every == 0 or i == n - 1:
+            x = f.left + i * slot + slot / 2
+            body.append(f'<text x="{x:.1f}" y="{f.top + f.ph + 18}" class="tick" text-anchor="middle">{esc(day.isoformat()[5:])}</text>')
+    if line:
+        pts = [(f.left + i * slot + slot / 2, f.top + f.ph - f.ph * v / top)
+               for i, v in enumerate(line[2]) if v is not None]
+        if pts:
+            body.append(f'<polyline points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in pts)}" fill="none" '
+                        f'stroke="{line[1]}" stroke-width="2" stroke-dasharray="6 3"/>')
+            body.extend(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{line[1]}"/>' for x, y in pts)
+    body.append(f'<text x="{f.left + f.pw / 2}" y="{f.height - 8}" class="axis" text-anchor="middle">day (UTC)</text>')
+    return _svg(f, body, "daily spend stacked by source and tier")
+
+
+def hbars(rows: list[tuple[str, list[tuple[float, str]], str]], fmt, label: str, width: int = 1200) -> str:
+    """Horizontal stacked bars: (row label, [(value, colour)], text at the end of the bar)."""
+    f = Frame(width=width, height=30 + 26 * max(len(rows), 1), left=260, right=200, top=10, bottom=20)
+    peak = max([sum(v for v, _ in parts) for _, parts, _ in rows] + [0.0])
+    top, _ = axis_max(peak)
+    body = []
+    for i, (name, parts, note) in enumerate(rows):
+        y = f.top + i * 26
+        body.append(f'<text x="{f.left - 8}" y="{y + 15}" class="lab" text-anchor="end">{esc(name)}</text>')
+        x = float(f.left)
+        for v, colour in parts:
+            w = f.pw * v / top if top else 0
+            if w > 0:
+                body.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="18" fill="{colour}">'
+                            f'<title>{esc(name)}: {esc(fmt(v))}</title></rect>')
+            x += w
+        body.append(f'<text x="{x + 6:.1f}" y="{y + 15}" class="lab">{esc(note)}</text>')
+    return _svg(f, body, label)
+
+
+def grouped_bars(groups: list[str], series: list[tuple[str, str, list[float]]], label: str) -> str:
+    """Vertical grouped bars of shares (0-1): one group per tier, one bar per series."""
+    f = Frame(width=700, height=300, left=60)
+    body = _y_axis(f, 1.0, 0.2, lambda v: f"{100 * v:.0f}%")
+    slot = f.pw / max(len(groups), 1)
+    bar = slot * 0.8 / max(len(series), 1)
+    for g, name in enumerate(groups):
+        for s, (_, colour, values) in enumerate(series):
+            v = values[g]
+            h = f.ph * v
+            x = f.left + g * slot + slot * 0.1 + s * bar
+            y = f.top + f.ph - h
+            body.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar - 4:.1f}" height="{h:.1f}" fill="{colour}"/>')
+            body.append(f'<text x="{x + (bar - 4) / 2:.1f}" y="{y - 4:.1f}" class="tick" text-anchor="middle">{100 * v:.1f}%</text>')
+        body.append(f'<text x="{f.left + g * slot + slot / 2:.1f}" y="{f.top + f.ph + 18}" class="lab" text-anchor="middle">{esc(name)}</text>')
+    return _svg(f, body, label)
+
+
+def self_host_usd(calls: float, capacity: float, monthly: float) -> float:
+    """Monthly self-host cost at a volume: max(1, ceil(calls / capacity)) deployments (models/breakeven.py).
+
+    200,000 calls a month with a capacity of 150,000 need 2 deployments: 2 x monthly.
+    """
+    return (max(1, math.ceil(calls / capacity)) if capacity > 0 else 1) * monthly
+
+
+def breakeven_chart(model: str, row: dict) -> str:
+    """API cost (a line through 0 at api_cost_per_call_usd per call) against the self-host step function."""
+    f = Frame(width=1200, height=340, left=80, bottom=55)
+    per_call = float(row["api_cost_per_call_usd"] or 0)
+    monthly = float(row["self_host_usd_per_month"] or 0)
+    capacity = float(row["capacity_calls_per_month"] or 0)
+    observed = float(row["api_calls"] or 0)
+    breakeven = float(row["breakeven_calls_per_month"] or 0)
+    x_top, x_step = axis_max(max(observed * 1.6, breakeven * 1.5, 1.0))
+
+    y_top, y_step = axis_max(max(per_call * x_top, self_host_usd(x_top, capacity, monthly)) * 1.05)
+    body = _y_axis(f, y_top, y_step, lambda v: "$" + short(v))
+
+    def px(x: float) -> float:
+        return f.left + f.pw * x / x_top
+
+    def py(y: float) -> float:
+        return f.top + f.ph - f.ph * min(y, y_top) / y_top
+
+    v = 0.0
+    while v <= x_top + 1e-9:
+        body.append(f'<text x="{px(v):.1f}" y="{f.top + f.ph + 18}" class="tick" text-anchor="middle">{esc(short(v))}</text>')
+        v += x_step
+    body.append(f'<text x="{f.left + f.pw / 2}" y="{f.height - 10}" class="axis" text-anchor="middle">calls per month</text>')
+    # the self-host step function: k deployments from (k-1) x capacity to k x capacity
+    pts = []
+    k = 1
+    while True:
+        start = (k - 1) * capacity if capacity > 0 else 0.0
+        end = min(k * capacity, x_top) if capacity > 0 else x_top
+        level = self_host_usd(end, capacity, monthly)
+        pts += [(px(start), py(level)), (px(end), py(level))]
+        if capacity <= 0 or end >= x_top or k > 200:
+            break
+        k += 1
+    body.append(f'<polyline points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in pts)}" fill="none" stroke="{STEP_COLOUR}" stroke-width="3"/>')
+    body.append(f'<line x1="{px(0):.1f}" y1="{py(0):.1f}" x2="{px(x_top):.1f}" y2="{py(per_call * x_top):.1f}" '
+                f'stroke="{ACTUAL_COLOUR}" stroke-width="3"/>')
+    if 0 < breakeven <= x_top:
+        body.append(f'<circle cx="{px(breakeven):.1f}" cy="{py(per_call * breakeven):.1f}" r="6" fill="none" stroke="#000" stroke-width="2"/>')
+        body.append(f'<text x="{px(breakeven) + 8:.1f}" y="{py(per_call * breakeven) + 18:.1f}" class="lab">'
+                    f'break-even {esc(count(breakeven))} calls/month</text>')
+    if observed > 0:
+        x = px(observed)
+        body.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{f.top}" y2="{f.top + f.ph}" stroke="{BILL_COLOUR}" stroke-width="2" stroke-dasharray="6 4"/>')
+        body.append(f'<text x="{x + 6:.1f}" y="{f.top + 14}" class="lab" fill="{BILL_COLOUR}">observed {esc(count(observed))} calls '
+                    f'({esc(usd(row["api_spend_usd"]))})</text>')
+    return _svg(f, body, f"break-even for {model}")
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+
+def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    schema, name = table.split(".")
+    return con.execute(
+        "SELECT count(*) FROM (SELECT schema_name, table_name AS n FROM duckdb_tables() "
+        "UNION ALL SELECT schema_name, view_name FROM duckdb_views()) WHERE schema_name = ? AND n = ?",
+        [schema, name],
+    ).fetchall()[0][0] > 0
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> list[dict]:
+    rel = con.execute(sql, params or [])
+    cols = [d[0] for d in rel.description]
+    return [dict(zip(cols, r)) for r in rel.fetchall()]
+
+
+def _daily(con) -> str:
+    rows = _rows(con, """
+        WITH last_day AS (SELECT max(day) AS day FROM marts.cost_per_task)
+        SELECT c.day, c.serving, c.tier, sum(c.cost_usd) AS cost_usd
+        FROM marts.cost_per_task c, last_day
+        WHERE c.day > last_day.day - to_days(CAST(? AS INTEGER))
+        GROUP BY ALL ORDER BY ALL""", [DAILY_DAYS])
+    if not rows:
+        return '<p class="note">No priced calls yet.</p>'
+    first, last = rows[0]["day"], max(r["day"] for r in rows)
+    days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+    index = {d: i for i, d in enumerate(days)}
+    keys = sorted({(r["serving"], r["tier"]) for r in rows},
+                  key=lambda k: (k[0] != "api", TIER_ORDER.index(k[1]) if k[1] in TIER_ORDER else 9))
+    series = []
+    for serving, tier in keys:
+        values = [0.0] * len(days)
+        for r in rows:
+            if (r["serving"], r["tier"]) == (serving, tier) and r["cost_usd"] is not None:
+                values[index[r["day"]]] += float(r["cost_usd"])
+        colour = SOURCE_COLOURS.get(serving, {}).get(tier, "#969696")
+        series.append((f"{serving.replace('_', '-')} · {tier}", colour, values))
+    line = None
+    bills = _rows(con, """
+        SELECT day, sum(cost_usd) AS cost_usd FROM marts.daily_spend
+        WHERE source = 'api_bill' AND day BETWEEN ? AND ? GROUP BY day""", [first, last])
+    if bills:
+        billed: list[float | None] = [None] * len(days)
+        for b in bills:
+            billed[index[b["day"]]] = float(b["cost_usd"] or 0)
+        line = ("API bill", BILL_COLOUR, billed)
+    items = [(s[0], s[1]) for s in series] + ([("billed by API providers", BILL_COLOUR)] if line else [])
+    return stacked_days(days, series, line) + legend(items)
+
+
+def _thinking(con) -> str:
+    rows = _rows(con, bi_query("thinking_share_by_model"))
+    if not rows:
+        return '<p class="note">No spend in the window.</p>'
+    bars = []
+    for r in rows:
+        cost, think = float(r["cost_usd"] or 0), float(r["thinking_cost_usd"] or 0)
+        name = f"{r['model']} ({r['source'].replace('_', '-')})"
+        note = f"{usd(cost)} · thinking {pct(r['thinking_share'])}"
+        bars.append((name, [(think, THINK_COLOUR), (cost - think, OTHER_COLOUR)], note))
+    return hbars(bars, usd, "thinking share of spend per model") + legend(
+        [("thinking tokens", THINK_COLOUR), ("everything else (input, output, idle node time)", OTHER_COLOUR)])
+
+
+def _per_task(con) -> str:
+    rows = _rows(con, bi_query("top_task_types_by_cost_per_task"))
+    if not rows:
+        return '<p class="note">No tasks in the window.</p>'
+    bars = [(r["task_type"], [(float(r["cost_per_task_usd"] or 0), ACTUAL_COLOUR)],
+             f"{usd(r['cost_per_task_usd'])} per task · {count(r['tasks'])} tasks") for r in rows]
+    return hbars(bars, usd, "cost per task by task type")
+
+
+def _tiers(con, first_day: dt.date | None, last_day: dt.date | None) -> str:
+    rows = _rows(con, """
+        SELECT tier, sum(calls) AS calls, sum(cost_usd) AS cost_usd, any_value(target_share) AS target_share
+        FROM marts.tier_mix WHERE team = '*' AND day BETWEEN ? AND ? GROUP BY tier""", [first_day, last_day])
+    by = {r["tier"]: r for r in rows}
+    calls = sum(int(r["calls"] or 0) for r in rows)
+    cost = sum(float(r["cost_usd"] or 0) for r in rows)
+    if not calls:
+        return '<p class="note">No calls in the window.</p>'
+    tiers = ["fast", "medium", "full"]
+    actual = [int(by[t]["calls"] or 0) / calls if t in by else 0.0 for t in tiers]
+    target = [float(by[t]["target_share"] or 0) if t in by else 0.0 for t in tiers]
+    spend = [float(by[t]["cost_usd"] or 0) / cost if t in by and cost else 0.0 for t in tiers]
+    chart = grouped_bars(tiers, [("share of calls", ACTUAL_COLOUR, actual), ("target share of calls", TARGET_COLOUR, target),
+                                 ("share of spend", THINK_COLOUR, spend)], "tier mix against target")
+    return chart + legend([("share of calls", ACTUAL_COLOUR), ("target share of calls", TARGET_COLOUR),
+                           ("share of spend", THINK_COLOUR)])
+
+
+def _breakeven(con) -> str:
+    if not _exists(con, "marts.self_host_breakeven"):
+        return ('<p class="note">marts.self_host_breakeven is not in this warehouse yet, so there is no break-even '
+                'chart. It appears here once the break-even mart is built (deployments.csv candidates and '
+                'GPU prices in the landing folder).</p>')
+    rows = _rows(con, bi_query("breakeven_status"))
+    if not rows:
+        return '<p class="note">marts.self_host_breakeven has no rows (no reasoning API traffic or no candidate deployments).</p>'
+    parts = []
+    for r in rows:
+        parts.append(f'<h3>{esc(r["model"])} — {esc(r["best_deployment"])}: <span class="verdict">{esc(r["verdict"])}</span></h3>')
+        parts.append(
+            f'<p class="caption">{esc(r["month"])}: {esc(count(r["api_calls"]))} API calls at {esc(usd(r["api_cost_per_call_usd"]))} '
+            f'= {esc(usd(r["api_spend_usd"]))}; one deployment costs {esc(usd(r["self_host_usd_per_month"]))}/month for up to '
+            f'{esc(count(r["capacity_calls_per_month"]))} calls; break-even at {esc(count(r["breakeven_calls_per_month"]))} '
+            f'calls/month; savings at the observed volume {esc(usd(r["savings_usd"]))}.</p>')
+        if r["verdict"] == "infeasible":
+            parts.append('<p class="note">No candidate deployment fits this model.</p>')
+            continue
+        parts.append(breakeven_chart(str(r["model"]), r))
+    return "".join(parts) + legend([("API cost", ACTUAL_COLOUR), ("self-host (step per deployment)", STEP_COLOUR),
+                                     ("observed volume", BILL_COLOUR)])
+
+
+def _columns(con, table: str) -> set[str]:
+    schema, name = table.split(".")
+    return {r[0] for r in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ?", [schema, name]).fetchall()}
+
+
+def _table(head: list[str], rows: list[list[str]], numeric: set[int]) -> str:
+    th = "".join(f"<th>{esc(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td{' class=num' if i in numeric else ''}>{esc(v)}</td>" for i, v in enumerate(r)) + "</tr>"
+                   for r in rows)
+    return f'<table class="alerts"><tr>{th}</tr>{body}</table>'
+
+
+def _alerts(con) -> str:
+    parts = []
+    if _exists(con, "ops.alert_state"):
+        state = _rows(con, """
+            SELECT alert, model, status, window_spend_usd_per_month, threshold_usd_per_month, window_end
+            FROM ops.alert_state ORDER BY alert, model""")
+        if state:
+            parts.append("<h3>Current state</h3>")
+            parts.append(_table(
+                ["alert", "model", "status", "window spend / month", "threshold / month", "window ends"],
+                [[r["alert"], "all reasoning" if r["model"] == "*" else r["model"], r["status"],
+                  usd(r["window_spend_usd_per_month"]), usd(r["threshold_usd_per_month"]), str(r["window_end"] or "—")]
+                 for r in state], {3, 4}))
+    if not _exists(con, "ops.alerts"):
+        return "".join(parts) + '<p class="note">ops.alerts does not exist in this warehouse.</p>'
+    per_month = "window_spend_usd_per_month" in _columns(con, "ops.alerts")
+    rows = _rows(con, f"""
+        SELECT alert, model, fired_at, {'window_spend_usd_per_month' if per_month else 'window_spend_usd'} AS spend,
+               threshold_usd, delivered
+        FROM ops.alerts ORDER BY fired_at DESC LIMIT 20""")
+    if not rows:
+        parts.append('<p class="ok">No alert has fired: reasoning API spend has stayed below the break-even threshold.</p>')
+        return "".join(parts)
+    parts.append("<h3>Alerts sent (newest first)</h3>")
+    parts.append(_table(
+        ["fired at (UTC)", "alert", "model", "window spend / month" if per_month else "window spend",
+         "threshold / month", "delivered"],
+        [[f"{r['fired_at']:%Y-%m-%d %H:%M}", r["alert"], "all reasoning" if r["model"] in (None, "*") else r["model"],
+          usd(r["spend"]), usd(r["threshold_usd"]), "yes" if r["delivered"] else "no"] for r in rows], {3, 4}))
+    return "".join(parts)
+
+
+CSS = """
+body{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif;margin:24px 32px;color:#222;background:#fff;max-width:1240px}
+h1{font-size:26px;margin:0 0 4px} h2{font-size:19px;margin:32px 0 6px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:18px 0 2px} .sub{color:#555;margin:0 0 16px}
+.kpis{display:flex;gap:14px;flex-wrap:wrap} .kpi{border:1px solid #ddd;border-radius:6px;padding:10px 14px;min-width:150px}
+.kpi b{display:block;font-size:22px} .kpi span{color:#555;font-size:13px}
+.grid{stroke:#e5e5e5} .tick{font-size:11px;fill:#555} .lab{font-size:12px;fill:#222} .axis{font-size:12px;fill:#555}
+.legend{font-size:12px;margin:4px 0 0 70px} .legend span{margin-right:16px;white-space:nowrap}
+.legend i{display:inline-block;width:12px;height:12px;margin-right:5px;vertical-align:-1px}
+.note{color:#8a6d3b;background:#fcf8e3;padding:8px 12px;border-radius:4px} .ok{color:#2b6e2b;background:#eaf6ea;padding:8px 12px;border-radius:4px}
+.caption{color:#444;font-size:13px;margin:0 0 4px} .verdict{font-weight:normal;color:#555}
+table.alerts{border-collapse:collapse;font-size:13px} table.alerts td,table.alerts th{border:1px solid #ddd;padding:4px 8px}
+.num{text-align:right} footer{margin-top:32px;color:#777;font-size:12px}
+"""
+
+
+def build_html(con: duckdb.DuckDBPyConnection) -> str:
+    """The whole report from an open (read-only) connection to a warehouse."""
+    window = _rows(con, """
+        WITH last_day AS (SELECT max(day) AS day FROM marts.cost_per_task)
+        SELECT CAST(day - INTERVAL 29 DAY AS DATE) AS first_day, day AS last_day FROM last_day""")[0]
+    first_day, last_day = window["first_day"], window["last_day"]
+    head = _rows(con, """
+        SELECT sum(cost_usd) AS cost_usd, sum(reasoning_cost_usd) AS thinking_usd, sum(calls) AS calls
+        FROM marts.daily_spend WHERE source <> 'api_bill' AND day BETWEEN ? AND ?""", [first_day, last_day])[0]
+    tasks = _rows(con, "SELECT count(*) AS n FROM marts.task_costs WHERE day BETWEEN ? AND ?", [first_day, last_day])[0]["n"]
+    unpriced = _rows(con, "SELECT coalesce(sum(calls_or_hours), 0) AS n FROM marts.unpriced_usage")[0]["n"]
+    quarantined = _rows(con, "SELECT count(*) AS n FROM ops.quarantine")[0]["n"]
+    run = _rows(con, "SELECT build_id, published_at, started_at FROM ops.runs ORDER BY started_at DESC LIMIT 1")
+    snapshot = (f"build {run[0]['build_id']}, started {run[0]['started_at']:%Y-%m-%d %H:%M} UTC" if run else "no run recorded")
+    cost = float(head["cost_usd"] or 0)
+    think = float(head["thinking_usd"] or 0)
+    period = f"{first_day} to {last_day}" if last_day else "no data yet"
+    kpis = [
+        (usd(cost), "spend, last 30 days"),
+        (f"{pct(think / cost) if cost else '—'}", f"of it thinking ({usd(think)})"),
+        (count(head["calls"] or 0), "calls"),
+        (count(tasks), "tasks"),
+        (count(unpriced), "unpriced calls / node-hours"),
+        (count(quarantined), "quarantined records"),
+    ]
+    sections = [
+        ("Daily spend by source and tier", f"The last {DAILY_DAYS} days at most. API calls at the price in force (blue), "
+         "self-hosted node cost allocated to the calls it served (green; grey = node time no call used). Tier = the task's tier.", _daily(con)),
+        ("Thinking share of spend per model", "Last 30 days. The orange part is what the hidden reasoning tokens cost.", _thinking(con)),
+        ("Cost per task by task type", "Last 30 days, the 20 most expensive task types per task (sql/bi/top_task_types_by_cost_per_task.sql).", _per_task(con)),
+        ("Tier mix against target", "Last 30 days, all teams: share of calls per tier against the target mix in thinktax.toml, and each tier's share of spend.",
+         _tiers(con, first_day, last_day)),
+        ("Self-host break-even per reasoning model", "Latest month: API cost grows with every call; a self-hosted deployment costs the same "
+         "each month up to its capacity, then another one is needed (the step function).", _breakeven(con)),
+        ("Alert state", "The break-even alert: its current state per model (ops.alert_state) and the alerts sent (ops.alerts).", _alerts(con)),
+    ]
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           "<title>thinktax report</title>", f"<style>{CSS}</style></head><body>",
+           "<h1>thinktax — what reasoning costs</h1>",
+           f'<p class="sub">{esc(period)} · snapshot {esc(snapshot)}</p>',
+           '<div class="kpis">' + "".join(f'<div class="kpi"><b>{esc(v)}</b><span>{esc(t)}</span></div>' for v, t in kpis) + "</div>"]
+    for title, caption, content in sections:
+        out.append(f"<section><h2>{esc(title)}</h2><p class=\"caption\">{esc(caption)}</p>{content}</section>")
+    out.append("<footer>Generated by thinktax from the published warehouse. Every figure comes from the marts "
+               "(see docs/warehouse.md); the queries behind the 30-day charts are in sql/bi/.</footer>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def write_report(warehouse: Path, out: Path | None = None) -> Path:
+    """Render the report of the published warehouse to ``out`` (default: next to it); atomic replace."""
+    out = Path(out) if out else default_path(warehouse)
+    with read_only(Path(warehouse)) as con:
+        text = build_html(con)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# PNG through headless Chromium
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+
+
+def chromium() -> str | None:
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def screenshot(html_file: Path, png: Path, *, width: int = 1400, height: int = 3000, timeout: float = 120) -> Path:
+    """Render ``html_file`` to ``png`` with headless Chromium (Debian package `chromium`), offline."""
+    exe = chromium()
+    if exe is None:
+        raise FileNotFoundError("chromium not found: apt-get install -y chromium")
+    png = Path(png).resolve()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="thinktax-chromium-") as profile:
+        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--hide-scrollbars", f"--user-data-dir={profile}", f"--screenshot={png}",
+               f"--window-size={width},{height}", Path(html_file).resolve().as_uri()]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0 or not png.exists():
+        raise RuntimeError(f"chromium failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return png
