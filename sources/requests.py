@@ -44,6 +44,9 @@ from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_t
 from sources.registry import SourceSpec
 
 TABLE = "stg.requests"
+# No model reads or writes more than this in one call (the largest context window, Llama 4 Scout,
+# is 10M tokens): a count above it is a unit or logging error, e.g. a 10^6x outlier.
+MAX_TOKENS = 10_000_000
 
 _STRUCTURE = {
     "ts": "VARCHAR", "request_id": "VARCHAR", "model": "VARCHAR", "provider": "VARCHAR",
@@ -79,7 +82,7 @@ _INTS = {
 
 _SQL = """
 WITH src AS (
-    SELECT line, raw FROM lines WHERE trim(raw) <> ''
+    SELECT line, raw FROM lines WHERE trim(raw, ' \t\r') <> ''  -- blank lines (LF or CRLF) are not records
 ),
 valid AS (
     SELECT line, raw, CASE WHEN json_valid(raw) THEN raw END AS json_raw FROM src
@@ -179,11 +182,15 @@ _OUT_COLUMNS = [
 def _sql() -> str:
     int_raw = ",\n           ".join(f"{expr} AS {name}_raw" for name, (expr, _) in _INTS.items())
     # An integer field must be a whole number >= 0 (JSON 12 or "12"; 12.0 is accepted as 12).
+    # try_cast: a number too long for BIGINT is a reject below, never a crash of the whole file.
     int_cast = ",\n           ".join(
-        f"CASE WHEN regexp_full_match(trim({name}_raw), '[0-9]+(\\.0+)?') THEN trim({name}_raw)::DECIMAL(38,0)::BIGINT END AS {name}"
+        f"CASE WHEN regexp_full_match(trim({name}_raw), '[0-9]+(\\.0+)?') "
+        f"THEN TRY_CAST(TRY_CAST(trim({name}_raw) AS DECIMAL(38,0)) AS BIGINT) END AS {name}"
         for name in _INTS
     )
     int_checks = "\n            ".join(
+        f"WHEN regexp_full_match(trim({name}_raw), '[0-9]+(\\.0+)?') AND ({name} IS NULL OR {name} > {MAX_TOKENS}) "
+        f"THEN struct_pack(f := '{path}', r := 'above {MAX_TOKENS:,} tokens, more than any context window (an outlier): ' || {name}_raw)\n            "
         f"WHEN {name}_raw IS NOT NULL AND {name} IS NULL THEN struct_pack(f := '{path}', r := 'not a non-negative whole number: ' || {name}_raw)"
         for name, (_, path) in _INTS.items()
     )
