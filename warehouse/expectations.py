@@ -47,6 +47,7 @@ MIN_NONZERO_USD_PER_MTOK = 0.0001
 # catalogs; a per-node price taken as per-GPU (8x) lands above the maximum.
 MIN_USD_PER_GPU_HOUR = 0.01
 MAX_USD_PER_GPU_HOUR = 100.0
+MAX_TOKENS_PER_CALL = 10_000_000  # the largest context window (Llama 4 Scout); sources/requests.py rejects above
 
 log = logging.getLogger("thinktax.expectations")
 
@@ -183,7 +184,8 @@ def suites(now: dt.datetime) -> dict[str, Suite]:
         Suite("stg.requests", (
             *not_null("ts", "request_id", "model", "task_id", "usage_shape"),
             Expect("ExpectColumnValuesToBeUnique", {"column": "request_id"}, "one row per call (ingest dedupes by request_id)"),
-            *non_negative(*tokens, why="token buckets are non-overlapping counts"),
+            *[between(t, 0, MAX_TOKENS_PER_CALL, "a non-negative count, at most the largest context window (10M tokens)")
+              for t in tokens],
             a_at_least_b("completion_tokens", "thinking_tokens",
                          "thinking is part of the completion (completion = thinking + visible output)"),
             in_time("ts", soon),
