@@ -254,3 +254,17 @@ def test_report_renders_to_a_png_with_charts(full, tmp_path, chromium):
                          ("break-even step function", report.STEP_COLOUR), ("API full tier in daily spend", "#08519c"),
                          ("idle node time in daily spend", "#bdbdbd"), ("thinking share (other part)", report.OTHER_COLOUR)]:
         assert counts.get(int(colour[1:], 16), 0) > 500, f"{name} ({colour}) is missing from the PNG"
+
+
+def test_break_even_beyond_one_deployment_is_said_not_drawn():
+    # capacity 100,000 calls for $20,000 a month, API $0.10 a call: break-even 200,000 > 100,000, so the API
+    # line (0.10 x) never reaches the steps (20,000 x ceil(x / 100,000) >= 0.20 x): no crossing to mark.
+    row = {"api_cost_per_call_usd": 0.10, "self_host_usd_per_month": 20_000, "capacity_calls_per_month": 100_000,
+           "api_calls": 30_000, "breakeven_calls_per_month": 200_000, "api_spend_usd": 3_000}
+    svg = report.breakeven_chart("m", row)
+    assert "break-even 200,000" not in svg and 'r="6"' not in svg  # no break-even marker
+    assert ">300k<" in svg or ">400k<" in svg  # x axis runs past 3 x capacity: the steps show
+    assert "does not pay at any volume" in report._beyond(row)
+    assert report._beyond({**row, "breakeven_calls_per_month": 50_000}) == ""
+    pays = report.breakeven_chart("m", {**row, "self_host_usd_per_month": 5_000, "breakeven_calls_per_month": 50_000})
+    assert "break-even 50,000 calls/month" in pays

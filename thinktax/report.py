@@ -252,7 +252,9 @@ def breakeven_chart(model: str, row: dict) -> str:
     capacity = float(row["capacity_calls_per_month"] or 0)
     observed = float(row["api_calls"] or 0)
     breakeven = float(row["breakeven_calls_per_month"] or 0)
-    x_top, x_step = axis_max(max(observed * 1.6, breakeven * 1.5, 1.0))
+    pays = 0 < breakeven <= capacity or capacity <= 0  # break-even within one deployment's capacity
+    # show the crossing when there is one, else a few steps of the function
+    x_top, x_step = axis_max(max(observed * 1.6, breakeven * 1.5 if pays else capacity * 3.2, 1.0))
 
     y_top, y_step = axis_max(max(per_call * x_top, self_host_usd(x_top, capacity, monthly)) * 1.05)
     body = _y_axis(f, y_top, y_step, lambda v: "$" + short(v))
@@ -282,7 +284,7 @@ def breakeven_chart(model: str, row: dict) -> str:
     body.append(f'<polyline points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in pts)}" fill="none" stroke="{STEP_COLOUR}" stroke-width="3"/>')
     body.append(f'<line x1="{px(0):.1f}" y1="{py(0):.1f}" x2="{px(x_top):.1f}" y2="{py(per_call * x_top):.1f}" '
                 f'stroke="{ACTUAL_COLOUR}" stroke-width="3"/>')
-    if 0 < breakeven <= x_top:
+    if pays and 0 < breakeven <= x_top:
         body.append(f'<circle cx="{px(breakeven):.1f}" cy="{py(per_call * breakeven):.1f}" r="6" fill="none" stroke="#000" stroke-width="2"/>')
         body.append(f'<text x="{px(breakeven) + 8:.1f}" y="{py(per_call * breakeven) + 18:.1f}" class="lab">'
                     f'break-even {esc(count(breakeven))} calls/month</text>')
@@ -389,6 +391,15 @@ def _tiers(con, first_day: dt.date | None, last_day: dt.date | None) -> str:
                            ("share of spend", THINK_COLOUR)])
 
 
+def _beyond(r: dict) -> str:
+    """A note when the break-even volume is more than one deployment serves (then self-hosting never pays)."""
+    be, cap = r.get("breakeven_calls_per_month"), r.get("capacity_calls_per_month")
+    if be is not None and cap and float(be) > float(cap):
+        return (", more than one deployment serves, so every extra deployment costs more than its calls "
+                "save: self-hosting does not pay at any volume")
+    return ""
+
+
 def _breakeven(con) -> str:
     if not _exists(con, "marts.self_host_breakeven"):
         return ('<p class="note">marts.self_host_breakeven is not in this warehouse yet, so there is no break-even '
@@ -404,7 +415,7 @@ def _breakeven(con) -> str:
             f'<p class="caption">{esc(r["month"])}: {esc(count(r["api_calls"]))} API calls at {esc(usd(r["api_cost_per_call_usd"]))} '
             f'= {esc(usd(r["api_spend_usd"]))}; one deployment costs {esc(usd(r["self_host_usd_per_month"]))}/month for up to '
             f'{esc(count(r["capacity_calls_per_month"]))} calls; break-even at {esc(count(r["breakeven_calls_per_month"]))} '
-            f'calls/month; savings at the observed volume {esc(usd(r["savings_usd"]))}.</p>')
+            f'calls/month{_beyond(r)}; savings at the observed volume {esc(usd(r["savings_usd"]))}.</p>')
         if r["verdict"] == "infeasible":
             parts.append('<p class="note">No candidate deployment fits this model.</p>')
             continue
