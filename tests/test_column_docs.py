@@ -134,7 +134,7 @@ def test_the_published_warehouse_carries_the_comments(pub):
 def test_table_metadata_for_the_dagster_ui(pub):
     from pipelines.defs.metadata import table_metadata  # noqa: PLC0415
 
-    md = table_metadata(pub.warehouse, "marts.task_costs")
+    md = table_metadata(pub.warehouse, "marts.task_costs", read_only=True)
     assert md["dagster/row_count"].value == 28  # tasks t1..t8 and tm01..tm20
     cols = {c.name: c for c in md["dagster/column_schema"].schema.columns}
     assert list(cols)[:4] == ["task_id", "day", "team", "task_type"]
@@ -160,6 +160,34 @@ def test_table_metadata_reaches_the_materialization(pub):
     assert isinstance(mat.metadata["preview"], dg.MarkdownMetadataValue)
     # 8 API usage rows (day x model x team), 2 self-hosted (infra's calls, the idle node-day), 4 billed (day x model)
     assert mat.metadata["dagster/row_count"].value == 14
+
+
+def test_table_metadata_in_a_run_build_file(pub, tmp_path):
+    """The way the SQL asset factory would call it: on the run's build file, after building the table."""
+    import dagster as dg  # noqa: PLC0415
+
+    from pipelines.defs.metadata import table_metadata  # noqa: PLC0415
+    from thinktax.config import Config  # noqa: PLC0415
+    from warehouse.db import Build  # noqa: PLC0415
+    from warehouse.transform import build, load_models  # noqa: PLC0415
+
+    published = tmp_path / "thinktax.duckdb"
+    shutil.copyfile(pub.warehouse, published)
+    model = next(m for m in load_models() if m.table == "marts.tier_mix")
+
+    @dg.asset(key=["marts", "tier_mix"])
+    def tier_mix():
+        build_ = Build(published, "meta")
+        build_.start(Config().settings_row())
+        with build_.connect() as con:
+            rows = build(con, model)
+        return dg.MaterializeResult(metadata=table_metadata(build_.path, model.table, rows=rows))
+
+    [mat] = dg.materialize([tier_mix]).asset_materializations_for_node("marts__tier_mix")
+    # (day, team) pairs, '*' included: 05-11 search; 05-12 search; 06-01 search, ads; 06-02 ads; 06-03 misc;
+    # 06-05 ads; 06-10 infra = 8 teams + 7 '*' = 15, x 3 tiers = 45 rows
+    assert mat.metadata["dagster/row_count"].value == 45
+    assert [c.name for c in mat.metadata["dagster/column_schema"].schema.columns][:3] == ["day", "team", "tier"]
 
 
 def test_markdown_head_escapes_cells():

@@ -1,7 +1,8 @@
 """What a table asset shows in the Dagster UI: row count, column schema (with the column docs) and its head.
 
-Used by the SQL asset factory (pipelines/defs/warehouse_assets.py) for every mart:
-`dg.MaterializeResult(metadata=table_metadata(con, "marts.daily_spend"))`.
+For the SQL asset factory (pipelines/defs/warehouse_assets.py), for every mart:
+`dg.MaterializeResult(metadata=table_metadata(build_.path, model.table, rows=rows))`, or with an
+open connection, `table_metadata(con, model.table)`.
 """
 
 from __future__ import annotations
@@ -31,17 +32,19 @@ def markdown_head(columns: list[str], rows: list[tuple]) -> str:
     return "\n".join(lines)
 
 
-def table_metadata(source: duckdb.DuckDBPyConnection | Path | str, table: str,
-                   head: int = PREVIEW_ROWS) -> dict[str, object]:
+def table_metadata(source: duckdb.DuckDBPyConnection | Path | str, table: str, *, rows: int | None = None,
+                   head: int = PREVIEW_ROWS, read_only: bool = False) -> dict[str, object]:
     """``dagster/row_count``, ``dagster/column_schema`` and a markdown ``preview`` of ``schema.table``.
 
-    ``source`` is an open connection or the path of the DuckDB file (then opened read-only for the
-    call). Column descriptions are the warehouse comments (warehouse/comments.py), taken from the
+    ``source`` is an open connection or the path of the DuckDB file, opened for the call with the
+    same configuration the pipeline's own connections use (read-write: a run's build file), or
+    read-only for a published warehouse. ``rows``: the row count when the caller knows it.
+    Column descriptions are the warehouse comments (warehouse/comments.py), taken from the
     dictionary because the comments themselves are only written at publish time.
     """
     if not isinstance(source, duckdb.DuckDBPyConnection):
-        with duckdb.connect(str(source), read_only=True) as con:
-            return table_metadata(con, table, head)
+        with duckdb.connect(str(source), read_only=read_only) as con:
+            return table_metadata(con, table, rows=rows, head=head)
     con = source
     schema, name = table.split(".")
     cols = con.execute(
@@ -49,7 +52,8 @@ def table_metadata(source: duckdb.DuckDBPyConnection | Path | str, table: str,
         "WHERE database_name = current_database() AND schema_name = ? AND table_name = ? ORDER BY column_index",
         [schema, name],
     ).fetchall()
-    rows = con.execute(f'SELECT count(*) FROM "{schema}"."{name}"').fetchall()[0][0]
+    if rows is None:
+        rows = con.execute(f'SELECT count(*) FROM "{schema}"."{name}"').fetchall()[0][0]
     rel = con.execute(f'SELECT * FROM "{schema}"."{name}" LIMIT {int(head)}')
     preview = markdown_head([d[0] for d in rel.description], rel.fetchall())
     column_schema = dg.TableSchema(columns=[
