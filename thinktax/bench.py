@@ -366,8 +366,8 @@ def _probe_dagster(folder: Path) -> None:
     print(json.dumps({
         "import dagster": t1 - t0,
         "load definitions": t2 - t1,
-        "first job run (empty landing) minus its warehouse work": runs[0] - direct,
-        "next job run (empty landing) minus its warehouse work": runs[1] - direct,
+        "first Dagster job run, empty landing, minus the same work done directly": runs[0] - direct,
+        "next Dagster job run, empty landing, minus the same work done directly": runs[1] - direct,
         "error": failure,
     }))
 
