@@ -30,8 +30,14 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
+# Files are written in a storage format that DuckDB 1.4+ reads, so BI tools and CLIs that bundle
+# an older DuckDB than this library (2.x) can open the published warehouse (docs/bi.md).
+STORAGE_VERSION = "v1.4.0"
+
+
 def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(str(path), read_only=read_only)
+    config = {} if read_only else {"storage_compatibility_version": STORAGE_VERSION}
+    con = duckdb.connect(str(path), read_only=read_only, config=config)
     con.execute("SET TimeZone = 'UTC'")
     return con
 
