@@ -106,3 +106,14 @@ def test_landing_sensor_without_a_landing_folder(tmp_path: Path):
     with dg.instance_for_test() as instance:
         data = _tick(tmp_path / "missing", None, instance)
     assert data.run_requests == [] and "does not exist" in data.skip_message
+
+
+def test_late_days_are_recorded_unless_a_bulk_import():
+    from pipelines.defs.warehouse_assets import LATE_DAYS_MAX, late_partitions
+
+    days = [dt.date(2025, 4, d) for d in (3, 5, 20)]
+    # Apr 3 was asked for (recorded by the run itself); Apr 5 and 20 are late; 2023 is before the first partition
+    assert late_partitions([dt.date(2023, 12, 31), *days], {"2025-04-03"}) == ["2025-04-05", "2025-04-20"]
+    history = [dt.date(2025, 1, 1) + dt.timedelta(days=i) for i in range(LATE_DAYS_MAX + 1)]
+    assert late_partitions(history, set()) == []  # a bulk import of history records none
+    assert len(late_partitions(history[:LATE_DAYS_MAX], set())) == LATE_DAYS_MAX
