@@ -203,15 +203,27 @@ def test_thinktax_run_delivers_once_after_a_500(tmp_path: Path, monkeypatch):
         assert (rx.posts, rx.answered) == (1, [500])
         assert main(args) == 0  # retried, delivered
         assert (rx.posts, rx.answered) == (2, [500, 200])
-        assert main(args) == 0  # delivered before: nothing
+        assert main(args) == 0  # delivered before (state published with the warehouse): nothing
         assert rx.posts == 2
-
-        def broken(*a, **k):
-            raise RuntimeError("alert exploded")
-
-        monkeypatch.setattr(alert, "evaluate", broken)
-        assert main(args) == 0  # an error inside the alert never fails the data run
     with duckdb.connect(str(wh), read_only=True) as c:
         assert c.sql("SELECT delivered, error FROM ops.alerts ORDER BY fired_at").fetchall() == [
             (False, "HTTP 500"), (True, None)]
-        assert c.sql("SELECT count(*) FROM ops.runs WHERE published_at IS NOT NULL").fetchall() == [(4,)]
+        assert c.sql("SELECT count(*) FROM ops.runs WHERE published_at IS NOT NULL").fetchall() == [(3,)]
+
+
+@pytest.mark.parametrize("as_of", ["not-a-day", "2025-04-30"])
+def test_the_alert_asset_never_raises(tmp_path: Path, monkeypatch, as_of):
+    import dagster as dg
+
+    from pipelines.defs.alerts import AlertConfig, breakeven_alert
+    from pipelines.defs.resources import ThinktaxResource
+
+    def broken(*a, **k):
+        raise RuntimeError("alert exploded")
+
+    monkeypatch.setattr(alert, "evaluate", broken)
+    (tmp_path / "wh").mkdir()
+    result = breakeven_alert(dg.build_asset_context(), config=AlertConfig(as_of=as_of),
+                             thinktax=ThinktaxResource(warehouse=str(tmp_path / "wh" / "t.duckdb")))
+    error = result.metadata["error"]
+    assert ("Invalid isoformat" in error) if as_of == "not-a-day" else (error == "RuntimeError: alert exploded")

@@ -97,6 +97,14 @@ def partition_args(days: tuple[dt.date, dt.date]) -> dict:
                      "dagster/asset_partition_range_end": last.isoformat()}}
 
 
+def job_run_config(as_of: dt.date | None) -> dict:
+    """Run config of the `thinktax` job: quiet console logs; the alert's window end if given."""
+    run_config: dict = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    if as_of:
+        run_config["ops"] = {"ops__alerts": {"config": {"as_of": as_of.isoformat()}}}
+    return run_config
+
+
 @dataclass
 class RunOutcome:
     success: bool
@@ -130,9 +138,7 @@ def run_pipeline(landing: Path, warehouse: Path, config: str | None, *,
     part = partition_args(days)
     # The CLI reports a failure itself: the daemon (if one runs on this instance) must not retry it.
     tags = {"dagster/max_retries": "0", **part.pop("tags", {})}
-    run_config: dict = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    if as_of:
-        run_config["ops"] = {"ops__alerts": {"config": {"as_of": as_of.isoformat()}}}
+    run_config = job_run_config(as_of)
     with run_lock(warehouse), dg.DagsterInstance.get() as instance:
         job = defs.resolve_job_def("thinktax")
         result = job.execute_in_process(
