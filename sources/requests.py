@@ -37,6 +37,7 @@ import datetime as dt
 import json
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -82,7 +83,8 @@ _INTS = {
 
 _SQL = """
 WITH src AS (
-    SELECT line, raw FROM lines WHERE trim(raw, ' \t\r') <> ''  -- blank lines (LF or CRLF) are not records
+    -- blank lines (LF or CRLF) are not records (a regex, not trim(): trim copies every line)
+    SELECT line, raw FROM lines WHERE NOT regexp_full_match(raw, '[ \t\r]*')
 ),
 valid AS (
     SELECT line, raw, CASE WHEN json_valid(raw) THEN raw END AS json_raw FROM src
@@ -107,6 +109,12 @@ fields AS (
            {int_raw}
     FROM typed
 ),
+whole AS (
+    -- which integer fields are written as whole numbers (JSON 12, "12" or 12.0): tested once
+    SELECT *,
+           {int_whole}
+    FROM fields
+),
 parsed AS (
     SELECT *,
            CASE WHEN regexp_full_match(trim(ts_raw), '-?[0-9]+(\\.[0-9]+)?')
@@ -114,7 +122,7 @@ parsed AS (
                 ELSE try_cast(trim(ts_raw) AS TIMESTAMPTZ) END AT TIME ZONE 'UTC' AS ts,
            try_cast(latency_raw AS DOUBLE) AS latency_ms, try_cast(ttft_raw AS DOUBLE) AS ttft_ms,
            {int_cast}
-    FROM fields
+    FROM whole
 ),
 shaped AS (
     SELECT *,
@@ -163,7 +171,8 @@ judged AS (
         END AS problem
     FROM buckets
 )
-SELECT line, raw, problem.f AS reject_field, problem.r AS reject_reason,
+SELECT line, CASE WHEN problem IS NOT NULL THEN raw END AS raw,  -- kept for rejects only
+       problem.f AS reject_field, problem.r AS reject_reason,
        ts::TIMESTAMP AS ts, request_id, model, provider, node_id,
        coalesce(task_id_raw, request_id) AS task_id, task_type, team, latency_ms, ttft_ms, usage_shape,
        uncached_input_tokens, cached_input_tokens, cache_write_tokens, thinking_tokens,
@@ -183,18 +192,21 @@ def _sql() -> str:
     int_raw = ",\n           ".join(f"{expr} AS {name}_raw" for name, (expr, _) in _INTS.items())
     # An integer field must be a whole number >= 0 (JSON 12 or "12"; 12.0 is accepted as 12).
     # try_cast: a number too long for BIGINT is a reject below, never a crash of the whole file.
+    int_whole = ",\n           ".join(
+        f"regexp_full_match(trim({name}_raw), '[0-9]+(\\.0+)?') AS {name}_whole" for name in _INTS
+    )
     int_cast = ",\n           ".join(
-        f"CASE WHEN regexp_full_match(trim({name}_raw), '[0-9]+(\\.0+)?') "
+        f"CASE WHEN {name}_whole "
         f"THEN TRY_CAST(TRY_CAST(trim({name}_raw) AS DECIMAL(38,0)) AS BIGINT) END AS {name}"
         for name in _INTS
     )
     int_checks = "\n            ".join(
-        f"WHEN regexp_full_match(trim({name}_raw), '[0-9]+(\\.0+)?') AND ({name} IS NULL OR {name} > {MAX_TOKENS}) "
+        f"WHEN {name}_whole AND ({name} IS NULL OR {name} > {MAX_TOKENS}) "
         f"THEN struct_pack(f := '{path}', r := 'above {MAX_TOKENS:,} tokens, more than any context window (an outlier): ' || {name}_raw)\n            "
         f"WHEN {name}_raw IS NOT NULL AND {name} IS NULL THEN struct_pack(f := '{path}', r := 'not a non-negative whole number: ' || {name}_raw)"
         for name, (_, path) in _INTS.items()
     )
-    return _SQL.format(int_raw=int_raw, int_cast=int_cast, int_checks=int_checks)
+    return _SQL.format(int_raw=int_raw, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
 
 
 _QUERY = _sql()
@@ -205,13 +217,29 @@ def sniff(data: bytes, name: str) -> bool:
     return head.startswith("{") and ('"usage"' in head or name.endswith((".jsonl", ".jsonl.gz", ".ndjson")))
 
 
-def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
-    text = data.decode("utf-8").lstrip("\ufeff")
-    lines = text.split("\n")
-    table = pa.table({
-        "line": pa.array(range(1, len(lines) + 1), pa.int64()),
-        "raw": pa.array(lines, pa.string()),
+def _lines(data: bytes) -> pa.Table:
+    """(line, raw): the text split at every "\n" exactly as ``str.split("\n")`` splits it (after
+    leading BOMs), built in Arrow from the newline offsets: no Python string per line."""
+    while data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    buf = np.frombuffer(data + b"\n", dtype=np.uint8)  # the added "\n" ends the last line
+    ends = np.flatnonzero(buf == 10)
+    offsets = np.zeros(len(ends) + 1, dtype=np.int64)
+    offsets[1:] = ends + 1
+    with_newline = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(buf))
+    try:
+        with_newline.validate(full=True)
+    except pa.ArrowInvalid:
+        data.decode("utf-8")  # raises the UnicodeDecodeError that names the bad byte
+        raise
+    return pa.table({
+        "line": pa.array(np.arange(1, len(ends) + 1, dtype=np.int64)),
+        "raw": pc.utf8_slice_codeunits(with_newline, 0, -1),
     })
+
+
+def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
+    table = _lines(data)
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
