@@ -24,10 +24,10 @@ class SourceSpec:
 
 
 def all_specs() -> list[SourceSpec]:
-    from sources import catalog, prices_llm, requests  # noqa: PLC0415  (import on use: cheap CLI start)
+    from sources import catalog, fx, prices_llm, requests  # noqa: PLC0415  (import on use: cheap CLI start)
 
     specs: list[SourceSpec] = []
-    for module in (prices_llm, requests, catalog):
+    for module in (fx, prices_llm, requests, catalog):
         specs.extend(module.SPECS)
     for optional in ("prices_gpu", "bills_openai", "bills_anthropic", "bills_focus", "prometheus"):
         try:

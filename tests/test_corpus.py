@@ -140,6 +140,12 @@ GPU = "prices/gpu/"
 MET = "telemetry/metrics/"
 NOT_WHOLE = "not a non-negative whole number"
 
+def _eur_converted_from_fx_file(con: duckdb.DuckDBPyConnection) -> None:
+    # magistral-medium at EUR 2 / 5 per million tokens, EUR 1 = USD 1.08: 2.16 / 5.40 USD
+    got = con.sql("SELECT input_usd_per_mtok, output_usd_per_mtok, currency FROM stg.llm_prices").fetchall()
+    assert got == [(Decimal("2.16"), Decimal("5.40"), "USD")]
+
+
 CASES = [
     # ---- per-request telemetry (sources/requests.py)
     Case("req_three_usage_shapes", "requests", {REQ + "calls.jsonl": Out("loaded", 3, 3)}, check=_usage_shapes),
@@ -282,18 +288,14 @@ CASES = [
         MET + "gpu-b__2025-07-01T10-00-00Z.prom": Out.unreadable(8, None, "not Prometheus text exposition")}),
     Case("prom_no_node_in_name_or_labels", "prometheus", {
         MET + "gpu-a.prom": Out.unreadable(None, "node_id", "no node id")}),
+    # DESIGN.md: only USD is accepted unless an fx/ rate file is present; fx/ files are read first
+    Case("llm_csv_eur_fx_file_in_landing", "prices_llm", {
+        "fx/rates.2025-06-01.csv": Out("loaded", 1, 1),
+        LLM + "eur.2025-06-01.csv": Out("loaded", 1, 1)}, check=_eur_converted_from_fx_file),
 ]
 
 # Cases that show a gap in code other engineers own: strict xfail, so the fix shows up as XPASS.
 GAPS = [
-    pytest.param(
-        Case("llm_csv_eur_fx_file_in_landing", "prices_llm", {
-            "fx/rates.2025-06-01.csv": Out("loaded", 1, 1),
-            LLM + "eur.2025-06-01.csv": Out("loaded", 1, 1)}),
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "DESIGN.md: 'Only USD is accepted unless an fx/ rate file is present' -- warehouse/ingest.py "
-            "_fx_rates() returns {} and fx/ is not a landing folder, so the rate file is quarantined as "
-            "unreadable and the EUR row with it"))),
     pytest.param(
         Case("prom_nan_sample_is_accounted", "prometheus", {
             MET + "gpu-a__2025-07-01T10-00-00Z.prom": Out("loaded", 3, 2, 0, 1)}),

@@ -17,6 +17,7 @@ Each file is one transaction: a run killed mid-file leaves no half-registered fi
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import gzip
 import hashlib
@@ -126,8 +127,12 @@ class Ingestor:
         self.ctx = ParseContext(ingested_at=self.now, fx_usd_per_unit=self._fx_rates())
         self._columns: dict[str, list[tuple[str, bool]]] = {}
 
-    def _fx_rates(self) -> dict[str, float]:
-        return {}
+    def _fx_rates(self) -> dict[str, object]:
+        """USD per unit of each currency: the newest rate in stg.fx_rates (fx/ files)."""
+        rows = self.con.execute(
+            "SELECT currency, arg_max(usd_per_unit, effective_from) FROM stg.fx_rates GROUP BY currency"
+        ).fetchall()
+        return dict(rows)
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _known(self, sha: str) -> bool:
@@ -154,11 +159,17 @@ class Ingestor:
     def ingest(self, paths: list[Path] | None = None, progress: Callable[[str], None] | None = None) -> IngestSummary:
         summary = IngestSummary()
         folders = {s.folder for s in self.specs}
-        for path in paths if paths is not None else landing_files(self.landing):
+        todo = paths if paths is not None else landing_files(self.landing)
+        # currency rates first, so sheets and bills landed with their rate file can be converted
+        todo = sorted(todo, key=lambda p: not p.relative_to(self.landing).as_posix().startswith("fx/"))
+        for path in todo:
             rel = path.relative_to(self.landing).as_posix()
             if progress:
                 progress(rel)
-            summary.files.append(self.ingest_file(path, rel, folders))
+            result = self.ingest_file(path, rel, folders)
+            summary.files.append(result)
+            if result.table == "stg.fx_rates":
+                self.ctx = dataclasses.replace(self.ctx, fx_usd_per_unit=self._fx_rates())
         return summary
 
     def ingest_file(self, path: Path, rel: str, folders: set[str]) -> FileResult:
