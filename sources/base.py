@@ -8,7 +8,7 @@ landing folder (used in messages only). A parser never touches DuckDB or Dagster
   become :class:`Reject` rows: they land in ``ops.quarantine`` with file, line, field, reason.
 * A file it cannot read at all (truncated JSON, wrong format) raises :class:`SourceFormatError`
   naming the line and field where it can; the warehouse then quarantines the whole file.
-* ``rows_in`` counts the records read: ``rows_in == parsed.rows.num_rows + len(parsed.rejects)``.
+* ``rows_in`` counts the records read: ``rows + rejects + duplicates`` (the parser's own repeats).
   Duplicates are decided later, against what the warehouse already holds.
 
 The good rows are a ``pyarrow.Table`` whose columns match the staging table named in
@@ -61,10 +61,13 @@ class Parsed:
     rejects: list[Reject]
     format: str  # detected format, e.g. "litellm_json"
     meta: dict[str, Any] = field(default_factory=dict)
+    # records the parser itself recognised as repeats of records it returns (e.g. one series exposed
+    # under two names); they count as duplicates in ops.ingested_files
+    duplicates: int = 0
 
     @property
     def rows_in(self) -> int:
-        return self.rows.num_rows + len(self.rejects)
+        return self.rows.num_rows + len(self.rejects) + self.duplicates
 
 
 Parser = Callable[[bytes, str, ParseContext], Parsed]

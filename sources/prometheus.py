@@ -27,8 +27,11 @@ endpoint. ``thinktax scrape`` writes them; any other tool may too.
 * **Canonical names** (``CANONICAL`` below) put vLLM V1, its older names and SGLang on the same
   columns, in the unit the name carries. A series exposed under a new and a deprecated name in
   the same scrape (vLLM 0.9-0.10 expose both) is kept once, under the new name.
-* **Dropped, not quarantined** (counted in ``Parsed.meta``): DCGM blank sentinels (the exporter
-  prints DCGM's "no value" markers as numbers) and NaN/Inf values. Everything else is kept:
+* **Not loaded** (so every sample line is still accounted for: rows in = loaded + duplicate +
+  quarantined): DCGM blank sentinels (the exporter prints DCGM's "no value" markers as numbers;
+  treated as missing) and NaN/Inf values are quarantined with that reason; a series exposed under
+  a deprecated vLLM name next to its current one is kept once, under the current name, and the
+  other sample counts as a duplicate. Everything else is kept:
   metrics with no canonical name keep ``metric = source_metric`` and ``mapped = false``.
 * **Type**: from the family the parser built; when it gives ``unknown`` (dcgm-exporter 2.x
   prints all ``# TYPE`` lines first and the samples after, which the parser then sees as untyped)
@@ -367,9 +370,13 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         value = float(sample.value)
         if not math.isfinite(value):
             dropped_nonfinite += 1
+            rejects.append(Reject(line, source_metric, f"not a finite value ({sample.value}): nothing to load",
+                                  lines[line - 1][:500]))
             continue
         if engine == "dcgm" and _is_dcgm_blank(value, kind):
             dropped_blank += 1
+            rejects.append(Reject(line, source_metric, "DCGM blank value: the exporter has no data for this field",
+                                  lines[line - 1][:500]))
             continue
         if sample.timestamp is not None:
             ts = _ts_from_ms(sample.timestamp)
@@ -434,7 +441,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         "unmapped_kept": unmapped,
         "engines": sorted(set(table.column("engine").to_pylist())),
     }
-    return Parsed(TABLE, table, rejects, FORMAT, meta)
+    return Parsed(TABLE, table, rejects, FORMAT, meta, duplicates=len(drop))
 
 
 SPECS = [

@@ -143,7 +143,10 @@ def run(landing: Path, published: Path, build_id: str) -> IngestSummary:
     b.start(Config().settings_row())
     con = b.connect()
     summary = Ingestor(con, landing, now=NOW).ingest()
-    assert summary.total("rows_quarantined") == 0, [f for f in summary.files if f.rows_quarantined]
+    # only the DCGM scrapes hold samples that are not loaded: the exporter's blank-value markers
+    # (quarantined with that reason so the file's accounting is complete); the vLLM scrapes' old
+    # alias of kv_cache_usage counts as a duplicate
+    assert not [f for f in summary.files if f.rows_quarantined and not f.file.endswith(".dcgm.prom")]
     build_all(con)
     con.close()
     b.publish(len(summary.new_files), str(landing))

@@ -250,6 +250,7 @@ class Ingestor:
                 not_null = " AND ".join(f'"{c}" IS NOT NULL' for c in required)
                 con.execute(f"DELETE FROM _incoming WHERE NOT ({not_null})")
             dup, conflict = self._classify(table, spec.key, col_names)
+            dup += parsed.duplicates
             if conflict:
                 key_list = ", ".join(spec.key or ())
                 con.execute(

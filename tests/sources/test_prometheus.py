@@ -149,10 +149,13 @@ def test_dcgm_units_and_blank_sentinel():
     parsed, rows = rows_of(DCGM)
     assert_lines_point_at_samples(DCGM, rows)
     # 25 fields x 2 GPUs = 50 samples; DCGM_FI_DEV_VGPU_LICENSE_STATUS is 9223372036854775794
-    # (DCGM_INT64_BLANK + 2, "not supported") on both GPUs: dropped and counted, not quarantined.
+    # (DCGM_INT64_BLANK + 2, "not supported") on both GPUs: not loaded, quarantined with the reason
+    # so that the file's accounting covers every sample line (50 in = 48 loaded + 2 quarantined).
     assert parsed.meta["samples"] == 50
     assert parsed.meta["dropped_dcgm_blank"] == 2
-    assert parsed.rows.num_rows == 48 and parsed.rejects == []
+    assert parsed.rows.num_rows == 48 and parsed.rows_in == 50
+    assert [(r.field, r.reason.split(":")[0]) for r in parsed.rejects] == [
+        ("DCGM_FI_DEV_VGPU_LICENSE_STATUS", "DCGM blank value")] * 2
     assert not [r for r in rows if r["source_metric"] == "DCGM_FI_DEV_VGPU_LICENSE_STATUS"]
     assert {r["engine"] for r in rows} == {"dcgm"} and {r["node_id"] for r in rows} == {"gpu-node-a"}
     assert one(rows, "gpu_util", gpu="0")["value"] == pytest.approx(0.87)  # 87 % -> 0.87
