@@ -93,3 +93,15 @@ def test_generator_is_deterministic_and_gzip_holds_the_same_lines(tmp_path: Path
     c = gzip.decompress(benchgen.write_day(tmp_path / "c", packed, 0).jsonl[0].read_bytes())
     assert a == b == c
     assert a.count(b"\n") == 500
+
+
+def test_bench_smoke_on_gzip_jsonl(tmp_path: Path, capsys, monkeypatch):
+    # the large sizes write .jsonl.gz (--gzip auto): thinktax and the read_json floor read the same .gz files
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    assert bench.main(["--smoke", "--calls-per-day", "500", "--gzip", "yes", "--workdir", str(tmp_path / "w"), "--quiet"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert LAST_LINE.match(out[-1]), out[-1]
+    rows = {re.split(r"\s{2,}", line.strip())[0]: line for line in out if line.strip()}
+    assert "(gzip)" in rows["generate JSONL + Parquet"]
+    assert " 2,000 " in rows["ingest: thinktax (Ingestor)"] and " 2,000 " in rows["ingest: floor (read_json)"]
+    assert not (tmp_path / "w").exists()  # removed without --keep

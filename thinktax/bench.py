@@ -516,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gzip", choices=["auto", "yes", "no"], default="auto",
                    help="write .jsonl.gz; auto = when plain JSONL would take more than a third of the free disk")
     p.add_argument("--smoke", action="store_true", help="tiny sizes, no orchestration-overhead subprocesses (for CI)")
-    p.add_argument("--workdir", help="where to generate data and warehouses (default: a temporary folder, removed after)")
+    p.add_argument("--workdir", help="an empty or new folder for the data and warehouses (default: a temporary one); removed after unless --keep")
     p.add_argument("--keep", action="store_true", help="keep the work folder")
     p.add_argument("--seed", type=int, default=benchgen.GenSpec.seed)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
