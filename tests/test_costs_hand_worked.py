@@ -136,3 +136,20 @@ def test_reingest_and_reverse_order_give_same_marts(mini_landing, tmp_path):
     build_all(c2)
     assert q(c2, "SELECT * EXCLUDE (build_id) FROM marts.cost_per_task ORDER BY ALL") == first
     c2.close()
+
+
+def test_sub_micro_dollar_call_costs_are_not_rounded_away(tmp_path):
+    # 10 calls of 1 output token at $0.10 per million = $0.0000001 each: $0.000001 in all.
+    # Rounded per call to the micro-dollar they would add up to $0.
+    from tests.conftest import write_files
+
+    calls = "".join(
+        f'{{"ts":"2026-06-30T10:00:0{i}Z","request_id":"c{i}","model":"nano","provider":"openai",'
+        f'"task_id":"t","usage":{{"prompt_tokens":0,"completion_tokens":1}}}}\n' for i in range(10))
+    landing = write_files(tmp_path / "landing", {
+        "prices/llm/p.2026-01-01.csv": "provider,model,input_usd_per_mtok,output_usd_per_mtok\nopenai,nano,0.10,0.10\n",
+        "telemetry/requests/c.jsonl": calls})
+    con, _ = build_warehouse(landing, tmp_path / "w.duckdb")
+    assert q(con, "SELECT cost_usd FROM core.call_costs LIMIT 1") == [(D("0.0000001"),)]
+    assert q(con, "SELECT cost_usd FROM marts.task_costs") == [(D("0.000001"),)]
+    con.close()

@@ -12,12 +12,16 @@ WITH allocated AS (
 ),
 final AS (
     SELECT c.* EXCLUDE (api_cost_usd, api_thinking_cost_usd),
-           CASE WHEN c.serving = 'api' THEN c.api_cost_usd
-                ELSE CAST(a.allocated_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) END AS cost_usd,
-           CASE WHEN c.serving = 'api' THEN c.api_thinking_cost_usd
-                WHEN c.total_tokens = 0 THEN CAST(0 AS DECIMAL(38,6))
-                ELSE CAST(CAST(a.allocated_micro_usd AS HUGEINT) * c.thinking_tokens // c.total_tokens AS DECIMAL(38,0))
-                     * CAST(0.000001 AS DECIMAL(38,6)) END AS thinking_cost_usd,
+           -- every branch cast to DECIMAL(38,15): a CASE over (38,15) and (38,6) is typed (38,6) and
+           -- would round each API call's cost to the micro-dollar before the marts sum it
+           CASE WHEN c.serving = 'api' THEN CAST(c.api_cost_usd AS DECIMAL(38,15))
+                ELSE CAST(CAST(a.allocated_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(38,15))
+           END AS cost_usd,
+           CASE WHEN c.serving = 'api' THEN CAST(c.api_thinking_cost_usd AS DECIMAL(38,15))
+                WHEN c.total_tokens = 0 THEN CAST(0 AS DECIMAL(38,15))
+                ELSE CAST(CAST(CAST(a.allocated_micro_usd AS HUGEINT) * c.thinking_tokens // c.total_tokens AS DECIMAL(38,0))
+                          * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(38,15))
+           END AS thinking_cost_usd,
            a.allocated_micro_usd,
            CASE WHEN c.serving = 'api' THEN c.api_cost_usd IS NULL ELSE a.allocated_micro_usd IS NULL END AS unpriced
     FROM core.calls c
