@@ -35,8 +35,20 @@ def utcnow() -> dt.datetime:
 STORAGE_VERSION = "v1.4.0"
 
 
+# A build connection may use this much memory before DuckDB spills to a temp folder beside the
+# warehouse (the rebuild's peak otherwise grows with history: docs/performance.md).
+# THINKTAX_MEMORY_LIMIT overrides it, e.g. "8GB".
+MEMORY_LIMIT = "3GB"
+
+
 def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    config = {} if read_only else {"storage_compatibility_version": STORAGE_VERSION}
+    config: dict[str, str] = {}
+    if not read_only:
+        config = {
+            "storage_compatibility_version": STORAGE_VERSION,
+            "memory_limit": os.environ.get("THINKTAX_MEMORY_LIMIT", MEMORY_LIMIT),
+            "temp_directory": str(Path(path).parent / ".thinktax_tmp"),
+        }
     con = duckdb.connect(str(path), read_only=read_only, config=config)
     con.execute("SET TimeZone = 'UTC'")
     return con
