@@ -20,6 +20,7 @@ from importlib import resources
 
 import dagster as dg
 
+from pipelines.defs.metadata import table_metadata
 from pipelines.defs.resources import ThinktaxResource
 from thinktax import progress
 from warehouse import comments
@@ -143,13 +144,14 @@ def _sql_asset(model: SqlModel, daily: bool) -> dg.AssetsDefinition:
         with build_.connect() as con:
             rows = build(con, model)
             touched = run_days(con, build_.build_id) if daily else []
+            # marts show their schema (with column docs) and a preview of their head in the UI
+            meta = table_metadata(con, model.table, rows=rows) if model.schema == "marts" else {"dagster/row_count": rows}
         # The whole table was rebuilt, so the days that late files touched were replaced too: say so.
         late = late_partitions(touched, partition_days(context))
         for day in late:
             context.log_event(dg.AssetMaterialization(
                 asset_key=context.asset_key, partition=day,
                 metadata={"reason": "day touched by a file ingested in this run", "dagster/row_count": rows}))
-        meta = {"dagster/row_count": rows}
         if touched:
             meta |= {"days_touched_by_new_files": len(touched), "late_days_recorded": len(late)}
         return dg.MaterializeResult(metadata=meta)
@@ -178,7 +180,9 @@ sql_checks = [_sql_check(c) for c in load_checks()]
 
 @dg.asset(
     key=PUBLISHED,
-    deps=[key_of(m.table) for m in load_models()] + [INGESTED, QUARANTINE, ALERTS, dg.AssetKey(["marts", "gpu_sizing"]), dg.AssetKey(["marts", "self_host_breakeven"])],
+    # every staging table too: a failing blocking check on one that no SQL model reads must still stop the publish
+    deps=[key_of(m.table) for m in load_models()] + [key_of(t) for t in staging_tables()]
+    + [INGESTED, QUARANTINE, ALERTS, dg.AssetKey(["marts", "gpu_sizing"]), dg.AssetKey(["marts", "self_host_breakeven"])],
     group_name="publish",
     kinds={"duckdb"},
     description="Atomically replaces the published warehouse with this run's build (after every blocking check passed).",

@@ -39,6 +39,7 @@ def test_materialize_whole_graph_on_a_real_instance(mini_landing: Path, tmp_path
             [*assets, *checks],
             instance=instance,
             resources={"thinktax": ThinktaxResource(landing=str(mini_landing), warehouse=str(wh))},
+            partition_key="2026-06-30",  # telemetry-derived models are daily-partitioned (UTC)
         )
         assert result.success
         assert all(e.passed for e in result.get_asset_check_evaluations())
