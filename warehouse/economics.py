@@ -1,0 +1,356 @@
+"""The economics marts, ``marts.gpu_sizing`` and ``marts.self_host_breakeven``, from the warehouse.
+
+Inputs (all read from the build's DuckDB connection): the model catalog (``core.dim_models``:
+a ``config.json`` or ``params_total_b`` + ``kv_bytes_per_token_bf16``), the candidate
+deployments (``core.dim_deployments``), observed call profiles (``core.call_profiles``), API
+volume and spend (``core.call_costs``), GPU prices (``core.gpu_price_versions``) and
+``hours_per_month`` (``ops.settings``). The arithmetic is the pure ``models/`` package
+(``docs/economics.md`` section 10); this module only reads, loops and writes.
+
+Resolving a deployment (a row of deployments.csv):
+
+* model: ``dim_deployments.model_key = dim_models.model_key``; the spec comes from the config
+  (``ModelSpec.from_config``, catalog params/weights override), else from the catalog
+  (``ModelSpec.from_catalog``, needs ``params_total_b`` and ``kv_bytes_per_token_bf16``);
+* GPU: ``models.gpus.gpu_spec(gpu_type)``; ``gpu_mem_gb`` replaces the table's memory;
+* precision: the deployment's, else ``bf16`` (a checkpoint's native precision);
+* ``usd_per_gpu_hour``: the deployment's, else the cheapest on-demand price now in force
+  (``effective_to IS NULL``: the newest sheet of each series) for its provider and GPU (names
+  compared after ``normalize_gpu_name``), over all regions and instance types;
+* ``calls_per_minute``: the deployment's, else ``estimate_throughput`` on the month's p50
+  profile (memory-bound roofline, ``models/throughput.py``).
+
+A deployment that cannot be resolved (model not in the catalog, no config and no catalog KV
+figure, unknown GPU, no price) is left out with a logged reason, returned in ``skipped``.
+
+``marts.gpu_sizing`` (model x gpu_type x gpus x precision x profile): every distinct set-up of
+the deployments, sized on its model's p50 and p95 profiles of the newest month with calls (the
+``month`` column says which); a model without calls has no profile and no rows.
+
+``marts.self_host_breakeven`` (month x model x deployment): for every month with priced API
+calls of the deployment's model, ``models.breakeven.evaluate`` with the observed API calls and
+spend (unpriced calls, see ``marts.unpriced_usage``, are left out of both), the month's p95
+profile deciding ``fits`` and the p50 profile the estimated capacity. ``deployments_needed`` and
+``savings_usd`` are NULL where the verdict is ``infeasible``. Money is DECIMAL(18,6) (rounded
+half-even); ``breakeven_calls_per_month`` is computed from the unrounded cost per call.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from models.breakeven import capacity_calls_per_month, evaluate, quantize_usd, self_host_usd_per_month
+from models.gpus import GpuSpec, UnknownGpuError, gpu_spec, normalize_gpu_name
+from models.sizing import Deployment, Sizing, size
+from models.spec import CallProfile, ModelSpec
+from models.throughput import estimate_throughput
+from models.weights import BYTES_PER_PARAM
+
+log = logging.getLogger(__name__)
+
+GPU_SIZING = "marts.gpu_sizing"
+SELF_HOST_BREAKEVEN = "marts.self_host_breakeven"
+DEFAULT_PRECISION = "bf16"
+PROFILES = ("p50", "p95")
+
+USD6 = pa.decimal128(18, 6)
+
+GPU_SIZING_SCHEMA = pa.schema([
+    ("model", pa.string()), ("gpu_type", pa.string()), ("gpus", pa.int32()), ("precision", pa.string()),
+    ("profile", pa.string()), ("month", pa.date32()),
+    ("prompt_tokens", pa.int64()), ("thinking_tokens", pa.int64()), ("output_tokens", pa.int64()),
+    ("kv_dtype", pa.string()), ("weights_gb", pa.float64()), ("kv_bytes_per_token", pa.float64()),
+    ("kv_gb_per_call", pa.float64()), ("kv_gb_per_call_allocated", pa.float64()), ("kv_budget_gb", pa.float64()),
+    ("max_concurrent_calls", pa.int64()), ("fits", pa.bool_()), ("build_id", pa.string()),
+])
+
+SELF_HOST_BREAKEVEN_SCHEMA = pa.schema([
+    ("month", pa.date32()), ("model", pa.string()), ("deployment", pa.string()), ("provider", pa.string()),
+    ("gpu_type", pa.string()), ("gpus", pa.int32()), ("precision", pa.string()),
+    ("api_calls", pa.int64()), ("api_spend_usd", USD6), ("api_cost_per_call_usd", USD6),
+    ("usd_per_gpu_hour", USD6), ("usd_per_gpu_hour_source", pa.string()),
+    ("self_host_usd_per_month", USD6),
+    ("calls_per_minute", pa.float64()), ("calls_per_minute_source", pa.string()),
+    ("capacity_calls_per_month", pa.float64()), ("deployments_needed", pa.int64()),
+    ("breakeven_calls_per_month", pa.float64()), ("breakeven_api_spend_usd", USD6),
+    ("breakeven_within_capacity", pa.bool_()), ("savings_usd", USD6),
+    ("fits", pa.bool_()), ("verdict", pa.string()), ("build_id", pa.string()),
+])
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A deployments.csv row resolved to a model spec and a GPU set-up."""
+
+    deployment: str
+    model: str          # catalog name (models.csv)
+    model_key: str      # name calls are matched by (core.model_key)
+    provider: str | None
+    spec: ModelSpec
+    setup: Deployment
+    calls_per_minute: float | None
+    usd_per_gpu_hour: Decimal | None
+
+
+@dataclass
+class Built:
+    """What a mart build wrote: its row count and the deployments/models it left out, and why."""
+
+    table: str
+    rows: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- reading inputs
+def _records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    cur = con.execute(sql, params or [])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def _settings(con: duckdb.DuckDBPyConnection) -> tuple[Decimal, str | None]:
+    hours, build_id = con.execute("SELECT hours_per_month, build_id FROM ops.settings").fetchone()
+    return Decimal(str(hours)), build_id
+
+
+def model_specs(con: duckdb.DuckDBPyConnection, skipped: list[str]) -> dict[str, tuple[str, ModelSpec]]:
+    """``model_key -> (catalog name, ModelSpec)`` for every catalog model that can be sized."""
+    out: dict[str, tuple[str, ModelSpec]] = {}
+    rows = _records(con, "SELECT model, model_key, params_total_b, params_active_b, weights_gb_fp8, "
+                         "kv_bytes_per_token_bf16, config_json, config_text FROM core.dim_models ORDER BY model")
+    for r in rows:
+        if r["model_key"] in out:
+            skipped.append(f"model {r['model']}: same match key {r['model_key']!r} as {out[r['model_key']][0]}; first kept")
+            continue
+        try:
+            spec = _spec(r)
+        except (ValueError, KeyError, TypeError) as exc:
+            skipped.append(f"model {r['model']}: cannot read its config {r['config_json']!r}: {exc}")
+            continue
+        if spec is None:
+            if r["config_json"]:
+                skipped.append(f"model {r['model']}: config {r['config_json']!r} was not landed, and models.csv "
+                               "gives no params_total_b + kv_bytes_per_token_bf16")
+            else:
+                skipped.append(f"model {r['model']}: no config_json and no params_total_b + kv_bytes_per_token_bf16")
+            continue
+        out[r["model_key"]] = (r["model"], spec)
+    return out
+
+
+def _spec(r: dict[str, Any]) -> ModelSpec | None:
+    if r["config_text"]:
+        cfg = json.loads(r["config_text"])
+        return ModelSpec.from_config(cfg, name=r["model"], params_total_b=r["params_total_b"],
+                                     params_active_b=r["params_active_b"], weights_gb_fp8=r["weights_gb_fp8"])
+    if r["params_total_b"] and r["kv_bytes_per_token_bf16"]:
+        return ModelSpec.from_catalog(name=r["model"], params_total_b=r["params_total_b"],
+                                      params_active_b=r["params_active_b"],
+                                      kv_bytes_per_token_bf16=r["kv_bytes_per_token_bf16"],
+                                      weights_gb_fp8=r["weights_gb_fp8"])
+    return None
+
+
+def candidates(con: duckdb.DuckDBPyConnection, skipped: list[str]) -> list[Candidate]:
+    """Every deployment in force that resolves to a known model and GPU (module docstring)."""
+    specs = model_specs(con, skipped)
+    out: list[Candidate] = []
+    rows = _records(con, "SELECT deployment, model, model_key, provider, gpu_type, gpus, precision, gpu_mem_gb, "
+                         "calls_per_minute, usd_per_gpu_hour FROM core.dim_deployments ORDER BY deployment")
+    for r in rows:
+        name = r["deployment"]
+        if r["model_key"] not in specs:
+            skipped.append(f"deployment {name}: model {r['model']!r} is not in models.csv, or cannot be sized")
+            continue
+        try:
+            gpu: GpuSpec = gpu_spec(r["gpu_type"])
+        except UnknownGpuError as exc:
+            skipped.append(f"deployment {name}: {exc}")
+            continue
+        if r["gpu_mem_gb"]:
+            gpu = replace(gpu, memory_gb=float(r["gpu_mem_gb"]))
+        precision = (r["precision"] or DEFAULT_PRECISION).lower()
+        if precision not in BYTES_PER_PARAM:
+            skipped.append(f"deployment {name}: unknown precision {r['precision']!r}; expected {sorted(BYTES_PER_PARAM)}")
+            continue
+        model, spec = specs[r["model_key"]]
+        out.append(Candidate(
+            deployment=name, model=model, model_key=r["model_key"], provider=r["provider"], spec=spec,
+            setup=Deployment(gpu, int(r["gpus"]), precision),
+            calls_per_minute=r["calls_per_minute"], usd_per_gpu_hour=r["usd_per_gpu_hour"],
+        ))
+    return out
+
+
+def _gpu_key(name: str) -> str:
+    try:
+        return normalize_gpu_name(name)
+    except UnknownGpuError:
+        return name.upper()
+
+
+def on_demand_prices(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], Decimal]:
+    """``(provider, GPU table key) -> cheapest on-demand USD per GPU-hour in force now``."""
+    rows = con.execute("SELECT provider, gpu_type, usd_per_gpu_hour FROM core.gpu_price_versions "
+                       "WHERE pricing = 'on_demand' AND effective_to IS NULL").fetchall()
+    best: dict[tuple[str, str], Decimal] = {}
+    for provider, gpu_type, price in rows:
+        key = (provider, _gpu_key(gpu_type))
+        if key not in best or price < best[key]:
+            best[key] = price
+    return best
+
+
+def call_profiles(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, dt.date], dict[str, CallProfile]]:
+    """``(model_key, month) -> {'p50': CallProfile, 'p95': CallProfile}`` from core.call_profiles."""
+    out: dict[tuple[str, dt.date], dict[str, CallProfile]] = {}
+    for model, month, profile, prompt, thinking, output in con.execute(
+        "SELECT model, month, profile, prompt_tokens, thinking_tokens, output_tokens FROM core.call_profiles"
+    ).fetchall():
+        out.setdefault((model, month), {})[profile] = CallProfile(int(prompt), int(thinking), int(output))
+    return out
+
+
+def api_months(con: duckdb.DuckDBPyConnection) -> list[tuple[str, dt.date, int, Decimal]]:
+    """``(model_key, month, priced API calls, their spend)`` per month, from core.call_costs."""
+    return con.execute(
+        "SELECT model, CAST(date_trunc('month', day) AS DATE) AS month, count(*) AS api_calls, sum(cost_usd) AS api_spend_usd "
+        "FROM core.call_costs WHERE serving = 'api' AND cost_usd IS NOT NULL GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+
+
+# --------------------------------------------------------------------------- the marts
+def gpu_sizing_rows(cands: Iterable[Candidate], profiles: dict[tuple[str, dt.date], dict[str, CallProfile]],
+                    build_id: str | None, skipped: list[str]) -> list[dict[str, Any]]:
+    """One row per distinct set-up x profile, on the newest month's profiles of the model."""
+    newest: dict[str, dt.date] = {}
+    for model_key, month in profiles:
+        newest[model_key] = max(month, newest.get(model_key, month))
+    rows: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, int, str]] = set()
+    for c in cands:
+        d = c.setup
+        key = (c.model, d.gpu.name, d.gpus, d.precision)
+        if key in seen:
+            continue
+        seen.add(key)
+        month = newest.get(c.model_key)
+        if month is None:
+            skipped.append(f"gpu_sizing {c.model} on {d.gpus} x {d.gpu.name}: no calls of {c.model_key!r}, so no call profile")
+            continue
+        for name in PROFILES:
+            p = profiles[(c.model_key, month)][name]
+            s: Sizing = size(c.spec, d, p)
+            rows.append({
+                "model": c.model, "gpu_type": d.gpu.name, "gpus": d.gpus, "precision": d.precision,
+                "profile": name, "month": month,
+                "prompt_tokens": p.prompt_tokens, "thinking_tokens": p.thinking_tokens, "output_tokens": p.output_tokens,
+                "kv_dtype": s.kv_dtype, "weights_gb": s.weights_gb, "kv_bytes_per_token": s.kv_bytes_per_token,
+                "kv_gb_per_call": s.kv_gb_per_call, "kv_gb_per_call_allocated": s.kv_gb_per_call_allocated,
+                "kv_budget_gb": s.kv_budget_gb, "max_concurrent_calls": s.max_concurrent_calls, "fits": s.fits,
+                "build_id": build_id,
+            })
+    return rows
+
+
+def self_host_breakeven_rows(
+    cands: Iterable[Candidate],
+    profiles: dict[tuple[str, dt.date], dict[str, CallProfile]],
+    months: list[tuple[str, dt.date, int, Decimal]],
+    prices: dict[tuple[str, str], Decimal],
+    hours_per_month: Decimal,
+    build_id: str | None,
+    skipped: list[str],
+) -> list[dict[str, Any]]:
+    """One row per month with priced API calls x deployment of that model (module docstring)."""
+    by_model: dict[str, list[tuple[dt.date, int, Decimal]]] = {}
+    for model_key, month, calls, spend in months:
+        by_model.setdefault(model_key, []).append((month, int(calls), Decimal(spend)))
+    rows: list[dict[str, Any]] = []
+    for c in cands:
+        d = c.setup
+        if c.model_key not in by_model:
+            skipped.append(f"self_host_breakeven {c.deployment}: no priced API calls of {c.model_key!r}")
+            continue
+        price, price_source = c.usd_per_gpu_hour, "deployment"
+        if price is None:
+            price, price_source = prices.get((c.provider or "", d.gpu.name)), "gpu_price_sheet"
+        if price is None:
+            skipped.append(f"self_host_breakeven {c.deployment}: no usd_per_gpu_hour and no on-demand price "
+                           f"for ({c.provider}, {d.gpu.name}) in the GPU price sheets")
+            continue
+        monthly = self_host_usd_per_month(d.gpus, Decimal(price), hours_per_month)
+        for month, calls, spend in by_model[c.model_key]:
+            prof = profiles[(c.model_key, month)]
+            fits = size(c.spec, d, prof["p95"]).fits
+            if c.calls_per_minute is not None:
+                cpm, cpm_source = float(c.calls_per_minute), "deployment"
+            else:
+                cpm, cpm_source = estimate_throughput(c.spec, d, prof["p50"]).calls_per_minute, "estimated"
+            capacity = capacity_calls_per_month(cpm, hours_per_month)
+            b = evaluate(api_calls=calls, api_spend_usd=spend, self_host_usd_per_month=monthly,
+                         capacity_calls_per_month=capacity, fits=fits)
+            rows.append({
+                "month": month, "model": c.model_key, "deployment": c.deployment, "provider": c.provider,
+                "gpu_type": d.gpu.name, "gpus": d.gpus, "precision": d.precision,
+                "api_calls": b.api_calls, "api_spend_usd": quantize_usd(b.api_spend_usd),
+                "api_cost_per_call_usd": quantize_usd(b.api_cost_per_call_usd),
+                "usd_per_gpu_hour": quantize_usd(Decimal(price)), "usd_per_gpu_hour_source": price_source,
+                "self_host_usd_per_month": quantize_usd(b.self_host_usd_per_month),
+                "calls_per_minute": cpm, "calls_per_minute_source": cpm_source,
+                "capacity_calls_per_month": float(b.capacity_calls_per_month),
+                "deployments_needed": b.deployments_needed,
+                "breakeven_calls_per_month": None if b.breakeven_calls_per_month is None else float(b.breakeven_calls_per_month),
+                "breakeven_api_spend_usd": None if b.breakeven_api_spend_usd is None else quantize_usd(b.breakeven_api_spend_usd),
+                "breakeven_within_capacity": b.breakeven_within_capacity,
+                "savings_usd": None if b.savings_usd is None else quantize_usd(b.savings_usd),
+                "fits": fits, "verdict": b.verdict, "build_id": build_id,
+            })
+    return rows
+
+
+def _write(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]], schema: pa.Schema) -> int:
+    arrow = pa.Table.from_pylist(rows, schema=schema)
+    con.register("_economics_rows", arrow)
+    try:
+        con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _economics_rows")
+    finally:
+        con.unregister("_economics_rows")
+    return arrow.num_rows
+
+
+def _finish(built: Built) -> Built:
+    # The Dagster asset logs these as warnings on the run; here they go to the module logger.
+    for reason in built.skipped:
+        log.info("%s: left out: %s", built.table, reason)
+    return built
+
+
+def build_gpu_sizing(con: duckdb.DuckDBPyConnection) -> Built:
+    """(Re)create ``marts.gpu_sizing``; returns its row count and what was left out."""
+    built = Built(GPU_SIZING)
+    _, build_id = _settings(con)
+    cands = candidates(con, built.skipped)
+    rows = gpu_sizing_rows(cands, call_profiles(con), build_id, built.skipped)
+    built.rows = _write(con, GPU_SIZING, rows, GPU_SIZING_SCHEMA)
+    return _finish(built)
+
+
+def build_self_host_breakeven(con: duckdb.DuckDBPyConnection) -> Built:
+    """(Re)create ``marts.self_host_breakeven``; returns its row count and what was left out."""
+    built = Built(SELF_HOST_BREAKEVEN)
+    hours, build_id = _settings(con)
+    cands = candidates(con, built.skipped)
+    rows = self_host_breakeven_rows(cands, call_profiles(con), api_months(con), on_demand_prices(con),
+                                    hours, build_id, built.skipped)
+    built.rows = _write(con, SELF_HOST_BREAKEVEN, rows, SELF_HOST_BREAKEVEN_SCHEMA)
+    return _finish(built)
