@@ -91,6 +91,11 @@ def print_summary(warehouse: Path, console: Console | None = None) -> None:
     if unpriced:
         console.print(f"[yellow]{unpriced:,} calls/node-hours could not be priced: SELECT * FROM marts.unpriced_usage[/yellow]")
     console.print(f"warehouse: {warehouse}")
+    from thinktax.report import default_path  # noqa: PLC0415
+
+    report = default_path(warehouse)
+    if report.exists():
+        console.print(f"report:    {report}")
     console.print(f'query it:  thinktax sql "SELECT * FROM marts.tier_mix WHERE team = \'*\' ORDER BY day DESC LIMIT 9"')
 
 
