@@ -10,10 +10,14 @@ import csv
 import datetime as dt
 import io
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from typing import Any
 
-from sources.base import ParseContext, SourceFormatError, date_in_name
+import pyarrow as pa
+
+from sources.base import ParseContext, Parsed, Reject, SourceFormatError, date_in_name
 
 # A plain decimal number: no thousands separators, no decimal comma, no NaN/Inf, no currency sign.
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -164,3 +168,32 @@ def quantize(value: Decimal, places: int) -> tuple[Decimal, bool]:
     """``value`` rounded half-even to ``places`` decimals, and whether that changed it."""
     q = value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
     return q, q != value
+
+
+class RowsBase:
+    """Good rows (one list per column of ``schema``), rejects and counters for one price file.
+
+    Subclasses set ``schema`` and ``table`` and add their own validating ``add``.
+    """
+
+    schema: pa.Schema
+    table: str
+
+    def __init__(self, fmt: str, effective_from: dt.date):
+        self.fmt = fmt
+        self.effective_from = effective_from
+        self.cols: dict[str, list[Any]] = {f.name: [] for f in self.schema}
+        self.rejects: list[Reject] = []
+        self.skipped: Counter[str] = Counter()
+        self.rounded = 0
+
+    def parsed(self, **meta: Any) -> Parsed:
+        table = pa.table(self.cols, schema=self.schema)
+        meta = {
+            "effective_from": self.effective_from,
+            "skipped": sum(self.skipped.values()),
+            "skipped_reasons": dict(self.skipped),
+            "rounded": self.rounded,
+            **meta,
+        }
+        return Parsed(self.table, table, self.rejects, self.fmt, meta)

@@ -51,13 +51,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections import Counter
 from decimal import Decimal
-from typing import Any
 
 import pyarrow as pa
 
 from sources._price_common import (
+    RowsBase,
     CsvSheet,
     default_effective_from,
     header_names,
@@ -134,14 +133,9 @@ def provider_from_rows(rows: list[tuple[str, str]]) -> set[str]:
     return votes
 
 
-class _Rows:
-    def __init__(self, fmt: str, effective_from: dt.date):
-        self.fmt = fmt
-        self.effective_from = effective_from
-        self.cols: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
-        self.rejects: list[Reject] = []
-        self.skipped: Counter[str] = Counter()
-        self.rounded = 0
+class _Rows(RowsBase):
+    schema = SCHEMA
+    table = TABLE
 
     def per_gpu(self, value: Decimal) -> tuple[Decimal | None, str | None]:
         if value <= 0:
@@ -160,12 +154,6 @@ class _Rows:
                      ("instance_type", instance_type), ("effective_from", effective_from or self.effective_from),
                      ("source_format", self.fmt)):
             self.cols[k].append(v)
-
-    def parsed(self, **meta: Any) -> Parsed:
-        table = pa.table(self.cols, schema=SCHEMA)
-        meta = {"effective_from": self.effective_from, "skipped": sum(self.skipped.values()),
-                "skipped_reasons": dict(self.skipped), "rounded": self.rounded, **meta}
-        return Parsed(TABLE, table, self.rejects, self.fmt, meta)
 
 
 def _gpu_count(text: str) -> int | None | str:

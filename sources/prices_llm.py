@@ -79,6 +79,7 @@ from typing import Any
 import pyarrow as pa
 
 from sources._price_common import (
+    RowsBase,
     CsvSheet,
     decode_text,
     default_effective_from,
@@ -119,16 +120,11 @@ SCHEMA = pa.schema(
 )
 
 
-class _Rows:
+class _Rows(RowsBase):
     """Accumulates good rows, rejects and counters for one file."""
 
-    def __init__(self, fmt: str, effective_from: dt.date):
-        self.fmt = fmt
-        self.effective_from = effective_from
-        self.cols: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
-        self.rejects: list[Reject] = []
-        self.skipped: Counter[str] = Counter()
-        self.rounded = 0
+    schema = SCHEMA
+    table = TABLE
 
     def price(self, value: Any, field: str) -> tuple[Decimal | None, str | None]:
         """Validate a per-million price; returns (value rounded to 9 places, None) or (None, reason)."""
@@ -161,17 +157,6 @@ class _Rows:
         c["currency"].append(currency)
         c["supports_reasoning"].append(supports_reasoning)
         c["source_format"].append(self.fmt)
-
-    def parsed(self, **meta: Any) -> Parsed:
-        table = pa.table(self.cols, schema=SCHEMA)
-        meta = {
-            "effective_from": self.effective_from,
-            "skipped": sum(self.skipped.values()),
-            "skipped_reasons": dict(self.skipped),
-            "rounded": self.rounded,
-            **meta,
-        }
-        return Parsed(TABLE, table, self.rejects, self.fmt, meta)
 
 
 # --------------------------------------------------------------------------------------------
