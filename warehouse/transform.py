@@ -2,6 +2,12 @@
 
 Dependencies are read from the SQL itself (every ``schema.table`` it names), so they are written
 once. Used by the Dagster asset factory and directly by tests and the benchmark.
+
+A model whose header has ``-- incremental: day`` (or ``month``; ``day, halo`` for rows that
+depend on neighbouring days) is rebuilt in place when the build's plan (warehouse/incremental.py)
+is incremental: its rows of the planned days (months) are deleted and re-selected, with
+``core.in_build_days(...)`` etc. in its SQL narrowing what it reads. Other models are recreated
+whole. Either way ``ops.model_builds`` records what the table was built from.
 """
 
 from __future__ import annotations
@@ -14,7 +20,11 @@ from importlib import resources
 
 import duckdb
 
+from warehouse import incremental
+from warehouse.incremental import Scope
+
 SCHEMAS = ("core", "marts")
+_INCREMENTAL = re.compile(r"^--\s*incremental:\s*(day|month)\b(\s*,\s*halo\b)?", re.IGNORECASE | re.MULTILINE)
 _REF = re.compile(r"\b(stg|core|marts|ops)\.([a-z_][a-z0-9_]*)\b(?!\s*\()", re.IGNORECASE)
 
 
@@ -24,6 +34,8 @@ class SqlModel:
     name: str
     sql: str
     deps: frozenset[str]  # 'schema.table' names this model reads
+    incremental: str | None = None  # 'day' / 'month': the key column of an in-place rebuild
+    halo: bool = False  # rows depend on neighbouring days: rewrite the planned days +- halo
 
     @property
     def table(self) -> str:
@@ -57,17 +69,58 @@ def load_models() -> tuple[SqlModel, ...]:
             name = f.name[:-4]
             refs = {f"{m[1].lower()}.{m[2].lower()}" for m in _REF.finditer(_strip_comments(sql))}
             refs.discard(f"{schema}.{name}")
-            found[f"{schema}.{name}"] = SqlModel(schema, name, sql, frozenset(refs))
+            inc = _INCREMENTAL.search(sql)
+            found[f"{schema}.{name}"] = SqlModel(
+                schema, name, sql, frozenset(refs),
+                incremental=inc.group(1).lower() if inc else None, halo=bool(inc and inc.group(2)),
+            )
     graph = {t: {d for d in m.deps if d in found} for t, m in found.items()}
     order = TopologicalSorter(graph).static_order()
     return tuple(found[t] for t in order)
 
 
-def build(con: duckdb.DuckDBPyConnection, model: SqlModel) -> int:
-    """(Re)create the model's table from its SELECT; returns its row count."""
-    con.execute(f"CREATE OR REPLACE TABLE {model.table} AS {model.sql}")
+def _build_id(con: duckdb.DuckDBPyConnection) -> str | None:
+    rows = con.execute("SELECT build_id FROM ops.settings").fetchall()
+    return rows[0][0] if rows else None
+
+
+def _has_build_id(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    schema, name = table.split(".")
+    return con.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_schema = ? AND table_name = ? AND column_name = 'build_id'",
+        [schema, name],
+    ).fetchall()[0][0] > 0
+
+
+def build(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope | None = None) -> int:
+    """(Re)build the model's table; returns its row count.
+
+    Without a scope (or a full one, or a model that is not incremental) the table is recreated
+    from its SELECT. With an incremental scope the rows of the scope's days are replaced.
+    """
+    build_id = _build_id(con)
+    if scope is None or scope.is_full(model.table) or model.incremental is None:
+        con.execute(f"CREATE OR REPLACE TABLE {model.table} AS {incremental.render(model.sql, scope, full=True)}")
+        incremental.record(con, model.table, model.sql, "full", 0, build_id)
+    else:
+        days = scope.model_days(model.halo)
+        key = incremental.render(f"core.in_build_{model.incremental}s({model.incremental})", scope, full=False, halo=model.halo)
+        sql = incremental.render(model.sql, scope, full=False, halo=model.halo)
+        con.execute("BEGIN")
+        try:
+            con.execute(f"DELETE FROM {model.table} WHERE {key}")
+            con.execute(f"INSERT INTO {model.table} BY NAME SELECT * FROM ({sql}) WHERE {key}")
+            if _has_build_id(con, model.table):
+                # every row says which build it belongs to (the published snapshot), not only the new days
+                con.execute(f"UPDATE {model.table} SET build_id = ? WHERE build_id IS DISTINCT FROM ?", [build_id, build_id])
+            incremental.record(con, model.table, model.sql, "incremental", len(days), build_id)
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
     return con.execute(f"SELECT count(*) FROM {model.table}").fetchall()[0][0]
 
 
-def build_all(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    return {m.table: build(con, m) for m in load_models()}
+def build_all(con: duckdb.DuckDBPyConnection, scope: Scope | None = None) -> dict[str, int]:
+    """Build every model in dependency order: whole, or by a plan (``incremental.current(...)``)."""
+    return {m.table: build(con, m, scope) for m in load_models()}

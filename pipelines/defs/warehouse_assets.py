@@ -5,10 +5,14 @@ writes the run's private build file; `published_warehouse` renames it over the p
 once every blocking check upstream has passed.
 
 Daily partitions (UTC): every SQL model that reads day-bound staging (telemetry, bills; see
-warehouse/days.py) is partitioned by day. A run rebuilds those tables whole from the de-duplicated
-staging tables, so a run for any set of days replaces those days (never duplicates them); it
-records a materialisation for the days it was asked for (`thinktax run --days`, a schedule tick,
-a backfill) plus every day touched by the files it ingested (late files included).
+warehouse/days.py) is partitioned by day. After ingest the run plans its rebuild once
+(warehouse/incremental.py, stored in ops.build_scope): the days it was asked for (`thinktax run
+--days`, a schedule tick, a backfill) plus every day touched by the files it ingested (late files
+included), closed over tasks. Incremental models replace the rows of those days from the
+de-duplicated staging tables, the others are recreated whole; a new price sheet, nodes.csv,
+changed settings or changed SQL make the rebuild full. Either way a run for any set of days
+replaces those days (never duplicates them); it records a materialisation for the days it was
+asked for plus every day touched by the files it ingested.
 """
 
 
@@ -23,7 +27,7 @@ import dagster as dg
 from pipelines.defs.metadata import table_metadata
 from pipelines.defs.resources import ThinktaxResource
 from thinktax import progress
-from warehouse import comments
+from warehouse import comments, incremental
 from warehouse.checks import SqlCheck, load_checks
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 from warehouse.ingest import Ingestor
@@ -64,6 +68,23 @@ def daily_tables() -> set[str]:
         if m.deps & daily:
             daily.add(m.table)
     return daily - set(DAY_SOURCES)
+
+
+def requested_days(tags: dict[str, str]) -> list[dt.date]:
+    """The daily partitions a run was launched for, from its tags (none for a plain run)."""
+    if tags.get("dagster/partition"):
+        try:
+            return [dt.date.fromisoformat(tags["dagster/partition"])]
+        except ValueError:
+            return []
+    start, end = tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")
+    if not (start and end):
+        return []
+    try:
+        first, last = dt.date.fromisoformat(start), dt.date.fromisoformat(end)
+    except ValueError:
+        return []
+    return [first + dt.timedelta(days=k) for k in range((last - first).days + 1)]
 
 
 def partition_days(context: dg.AssetExecutionContext) -> set[str]:
@@ -113,13 +134,17 @@ def ingest_landing(context: dg.AssetExecutionContext, thinktax: ThinktaxResource
     with build_.connect() as con:
         summary = Ingestor(con, thinktax.landing_dir).ingest(progress=lambda f: progress.report("ingest", f))
         touched = record_new_file_days(con, build_.build_id)
+        scope = incremental.plan(con, build_.build_id, extra_days=requested_days(dict(context.run.tags)))
     new = summary.new_files
     for f in new:
         if f.status == "unreadable":
             context.log.warning(f"{f.file}: unreadable, quarantined: {f.message}")
     totals = {k: summary.total(k) for k in ("rows_in", "rows_loaded", "rows_duplicate", "rows_quarantined")}
     context.log.info(f"ingested {len(new)} new file(s) of {len(summary.files)}: {totals}")
-    days = {"days_touched": len(touched),
+    context.log.info("rebuild: " + ("full (" + scope.reason + ")" if scope.full
+                                    else f"incremental, {len(scope.days)} day(s)" + (f" {scope.days[0]}..{scope.days[-1]}" if scope.days else "")))
+    days = {"days_touched": len(touched), "rebuild": "full" if scope.full else "incremental",
+            "rebuild_reason": scope.reason, "days_rebuilt": len(scope.days),
             "first_day_touched": str(touched[0]) if touched else "", "last_day_touched": str(touched[-1]) if touched else ""}
     for spec_key in [key_of(t) for t in staging_tables()] + [INGESTED, QUARANTINE]:
         yield dg.MaterializeResult(
@@ -142,11 +167,14 @@ def _sql_asset(model: SqlModel, daily: bool) -> dg.AssetsDefinition:
         progress.report("build", model.table)
         build_ = thinktax.build(context.run.run_id)
         with build_.connect() as con:
-            rows = build(con, model)
+            scope = incremental.current(con, build_.build_id)
+            rows = build(con, model, scope)
             touched = run_days(con, build_.build_id) if daily else []
             # marts show their schema (with column docs) and a preview of their head in the UI
             meta = table_metadata(con, model.table, rows=rows) if model.schema == "marts" else {"dagster/row_count": rows}
-        # The whole table was rebuilt, so the days that late files touched were replaced too: say so.
+            meta["rebuild"] = "full" if scope.is_full(model.table) or model.incremental is None else \
+                f"incremental: {len(scope.model_days(model.halo))} day(s) replaced"
+        # The days that late files touched were replaced too (whole table or those days): say so.
         late = late_partitions(touched, partition_days(context))
         for day in late:
             context.log_event(dg.AssetMaterialization(

@@ -4,10 +4,11 @@
 -- of its tokens). cost_usd is NULL where no price is known (see marts.unpriced_usage), never 0.
 -- grain: one row per call (request_id)
 -- reads: core.calls, core.self_hosted_allocation
+-- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
 WITH allocated AS (
     SELECT request_id, sum(allocated_micro_usd) AS allocated_micro_usd
     FROM core.self_hosted_allocation
-    WHERE request_id IS NOT NULL
+    WHERE request_id IS NOT NULL AND core.in_build_days(day)
     GROUP BY request_id
 ),
 final AS (
@@ -26,5 +27,6 @@ final AS (
            CASE WHEN c.serving = 'api' THEN c.api_cost_usd IS NULL ELSE a.allocated_micro_usd IS NULL END AS unpriced
     FROM core.calls c
     LEFT JOIN allocated a USING (request_id)
+    WHERE core.in_build_days(c.day)
 )
 SELECT * FROM final

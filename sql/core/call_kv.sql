@@ -33,6 +33,7 @@
 -- is not used: the prefill is taken as instant, which slightly overstates what the prompt holds.
 -- grain: one row per call (request_id, API or self-hosted) whose model has a known KV size per token
 -- reads: core.calls, core.dim_models
+-- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
 WITH models AS (
     SELECT model_key, kv_bytes_per_token_bf16 AS listed_bytes,
            CASE WHEN json_extract(config_text, '$.num_hidden_layers') IS NULL
@@ -79,6 +80,7 @@ calls AS (
            prompt_tokens, thinking_tokens, output_tokens,
            thinking_tokens + output_tokens AS generated_tokens
     FROM core.calls
+    WHERE core.in_build_days(day)
 ),
 joined AS (
     SELECT c.*, p.kv_bytes_per_token_bf16, p.kv_bytes_per_token_held_bf16, p.kv_bytes_source, p.is_mla,

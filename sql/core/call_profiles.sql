@@ -6,6 +6,7 @@
 -- Sizing (marts.gpu_sizing) and break-even (marts.self_host_breakeven) read these rows.
 -- grain: one row per model x month x profile ('p50', 'p95')
 -- reads: core.call_costs
+-- incremental: month (a nightly run recomputes the months of the days it touched; warehouse/incremental.py)
 WITH calls AS (
     SELECT model,
            CAST(date_trunc('month', day) AS DATE) AS month,
@@ -14,6 +15,7 @@ WITH calls AS (
            thinking_tokens,
            output_tokens
     FROM core.call_costs
+    WHERE core.in_build_months(CAST(date_trunc('month', day) AS DATE))
 ),
 by_month AS (
     SELECT model, month,

@@ -5,8 +5,9 @@
 -- Speed: what depends only on (provider, model, node, UTC day) -- the model key, the node, the
 -- price version in force (versions start and end at dates) -- is looked up once per distinct
 -- key and joined back to the calls by equality; no per-call window, range join or regex.
+-- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
 WITH requests AS (
-    SELECT * FROM stg.requests
+    SELECT * FROM stg.requests WHERE core.in_build_days(CAST(ts AS DATE))
 ),
 settings AS (
     SELECT * FROM ops.settings

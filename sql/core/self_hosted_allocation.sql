@@ -7,11 +7,12 @@
 -- (they show in marts.unpriced_usage).
 -- grain: one row per (self-hosted call, pool) plus one row per idle node-day
 -- reads: core.calls, core.node_hours_cost
+-- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
 WITH calls AS (
-    SELECT request_id, node_id, hour, day, total_tokens FROM core.calls WHERE serving = 'self_hosted'
+    SELECT request_id, node_id, hour, day, total_tokens FROM core.calls WHERE serving = 'self_hosted' AND core.in_build_days(day)
 ),
 node_hours AS (
-    SELECT node_id, hour, day, cost_micro_usd FROM core.node_hours_cost WHERE cost_micro_usd IS NOT NULL
+    SELECT node_id, hour, day, cost_micro_usd FROM core.node_hours_cost WHERE cost_micro_usd IS NOT NULL AND core.in_build_days(day)
 ),
 busy_hours AS (
     SELECT DISTINCT node_id, hour FROM calls

@@ -20,18 +20,20 @@
 -- grain: one row per self-hosted call (kind 'call', request_id; hour = the call's hour) plus one row
 -- per priced node-hour (kind 'idle', request_id NULL) carrying that hour's busy and idle figures
 -- reads: core.calls, core.call_costs, core.node_hours_cost
+-- incremental: day, halo (a call's interval can reach into the day before: the days touched +- the
+-- halo are replaced, reading one halo more around them; warehouse/incremental.py)
 WITH calls AS (
     SELECT request_id, node_id, ts, hour, day, total_tokens, thinking_tokens,
            epoch_us(ts) AS end_us,
            epoch_us(ts) - CAST(round(greatest(coalesce(latency_ms, 0), 0) * 1000) AS BIGINT) AS start_us
     FROM core.calls
-    WHERE serving = 'self_hosted'
+    WHERE serving = 'self_hosted' AND core.in_build_context(day)
 ),
 paid AS (
     SELECT node_id, hour, day, cost_micro_usd,
            CAST(round(active_seconds * 1000000) AS BIGINT) AS active_us
     FROM core.node_hours_cost
-    WHERE cost_micro_usd IS NOT NULL
+    WHERE cost_micro_usd IS NOT NULL AND core.in_build_context(day)
 ),
 -- the busy time: union of the call intervals per node, then cut at hour boundaries
 intervals AS (

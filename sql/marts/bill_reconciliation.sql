@@ -10,16 +10,17 @@
 -- difference_pct = 100 x difference_usd / billed_usd (percent, DOUBLE), NULL when billed is 0 or NULL.
 -- Providers are matched in lower case.
 -- reads: core.billed_costs, core.call_costs, ops.settings
+-- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
 WITH billed AS (
     SELECT day, lower(provider) AS provider, core.model_key(model) AS model, sum(billed_usd) AS billed_usd
     FROM core.billed_costs
-    WHERE is_counted
+    WHERE is_counted AND core.in_build_days(day)
     GROUP BY ALL
 ),
 computed AS (
     SELECT day, lower(provider) AS provider, core.model_key(model) AS model, sum(cost_usd) AS computed_usd
     FROM core.call_costs
-    WHERE serving = 'api'
+    WHERE serving = 'api' AND core.in_build_days(day)
     GROUP BY ALL
 ),
 joined AS (

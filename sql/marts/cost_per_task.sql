@@ -6,9 +6,11 @@
 -- input_tokens are uncached prompt tokens; cached_input_tokens, cache_write_tokens, thinking_tokens
 -- and output_tokens (visible) are the other, non-overlapping buckets.
 -- reads: core.call_costs, marts.task_costs, core.self_hosted_allocation, core.dim_nodes, ops.settings
+-- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
 WITH calls AS (
     SELECT c.*, t.day AS task_day, t.team AS task_team, t.task_type AS task_task_type, t.tier AS task_tier
     FROM core.call_costs c JOIN marts.task_costs t USING (task_id)
+    WHERE core.in_build_days(c.day) AND core.in_build_days(t.day)
 ),
 busy AS (
     SELECT task_day AS day, task_team AS team, task_task_type AS task_type, model, serving, task_tier AS tier,
@@ -32,7 +34,7 @@ idle AS (
            sum(CAST(a.allocated_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6))) AS cost_usd,
            CAST(0 AS DECIMAL(38,6)) AS thinking_cost_usd, 0 AS unpriced_calls
     FROM core.self_hosted_allocation a JOIN core.dim_nodes n USING (node_id)
-    WHERE a.pool = 'idle'
+    WHERE a.pool = 'idle' AND core.in_build_days(a.day)
     GROUP BY ALL
 ),
 unioned AS (

@@ -8,12 +8,14 @@
 -- (a bill does not split out thinking tokens or count calls). api_bill bills the same usage that
 -- api_usage prices: do not add the two (checks and the report exclude api_bill).
 -- reads: core.call_costs, core.self_hosted_allocation, core.dim_nodes, core.billed_costs, ops.settings
+-- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
 WITH usage AS (
     SELECT day,
            CASE serving WHEN 'api' THEN 'api_usage' ELSE 'self_hosted' END AS source,
            provider, model, team,
            sum(cost_usd) AS cost_usd, sum(thinking_cost_usd) AS reasoning_cost_usd, count(*) AS calls
     FROM core.call_costs
+    WHERE core.in_build_days(day)
     GROUP BY ALL
 ),
 idle AS (
@@ -21,14 +23,14 @@ idle AS (
            sum(CAST(a.allocated_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6))) AS cost_usd,
            CAST(0 AS DECIMAL(38,6)) AS reasoning_cost_usd, 0 AS calls
     FROM core.self_hosted_allocation a JOIN core.dim_nodes n USING (node_id)
-    WHERE a.pool = 'idle'
+    WHERE a.pool = 'idle' AND core.in_build_days(a.day)
     GROUP BY ALL
 ),
 bills AS (
     SELECT day, 'api_bill' AS source, provider, model, 'unknown' AS team,
            sum(billed_usd) AS cost_usd, CAST(NULL AS DECIMAL(38,6)) AS reasoning_cost_usd, CAST(NULL AS BIGINT) AS calls
     FROM core.billed_costs
-    WHERE is_counted
+    WHERE is_counted AND core.in_build_days(day)
     GROUP BY ALL
 ),
 final AS (

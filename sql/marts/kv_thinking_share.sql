@@ -6,8 +6,9 @@
 -- Calls without latency_ms have no byte-seconds; they are counted in calls_without_latency.
 -- grain: one row per day (UTC date of the call) x model (model key)
 -- reads: core.call_kv, ops.settings
+-- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
 WITH calls AS (
-    SELECT * FROM core.call_kv
+    SELECT * FROM core.call_kv WHERE core.in_build_days(day)
 ),
 daily AS (
     SELECT day, model,

@@ -20,9 +20,12 @@
 -- grain: one row per node x UTC hour in which it was active (core.node_hours_cost)
 -- reads: core.node_hours_cost, core.metric_deltas, stg.metric_samples, core.call_costs,
 --        core.self_hosted_usage_cost, ops.settings
+-- incremental: day, halo (its usage/idle split comes from core.self_hosted_usage_cost, whose rows
+-- depend on neighbouring days; warehouse/incremental.py)
 WITH paid AS (
     SELECT node_id, hour, day, provider, gpu_type, gpus, model, gpu_hours, active_seconds, cost_micro_usd
     FROM core.node_hours_cost
+    WHERE core.in_build_days(day)
 ),
 counters AS (
     SELECT node_id, date_trunc('hour', scrape_ts) AS hour,
@@ -52,7 +55,7 @@ logged AS (
            sum(prompt_tokens) AS prompt_tokens_logged,
            sum(thinking_tokens + output_tokens) AS generation_tokens_logged
     FROM core.call_costs
-    WHERE serving = 'self_hosted'
+    WHERE serving = 'self_hosted' AND core.in_build_days(day)
     GROUP BY ALL
 ),
 usage_basis AS (

@@ -2,8 +2,9 @@
 -- grain: one row per task (task_id). A task's day, team and task_type are those of its first call;
 -- its tier is the highest tier of its calls (fast < medium < full).
 -- reads: core.call_costs, ops.settings
+-- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
 WITH calls AS (
-    SELECT * FROM core.call_costs
+    SELECT * FROM core.call_costs WHERE core.in_build_days(day)
 ),
 final AS (
     SELECT task_id,

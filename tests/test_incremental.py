@@ -1,0 +1,223 @@
+"""Incremental nightly rebuilds give exactly the tables a full rebuild gives.
+
+History is built and published; then a nightly run ingests more files and rebuilds only the
+days they touch (warehouse/incremental.py). Every core and mart table of that warehouse must
+equal, row for row, the tables of a fresh full build over the same landing folder. The later
+files are chosen to hit every edge the plan has to get right:
+
+* a new day after the history (the plain nightly case);
+* a late file for a day already built, holding a call of a task that started two days before
+  (so the task's row, its day and its inherited team must come out as in a full build) and a
+  first call of that task *earlier* than the ones built, carrying the team the others lacked;
+* a self-hosted call whose interval [ts - latency, ts] crosses midnight into a day that is not
+  otherwise touched (the usage-basis split of the hours before midnight changes);
+* a call four days after the last day of data, so nodes without an end date are paid for the
+  gap days in between (idle days that no new file touches).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from thinktax import benchgen
+from thinktax.config import Config
+from warehouse import incremental
+from warehouse.db import Build, read_only
+from warehouse.ingest import Ingestor
+from warehouse.transform import build_all, load_models
+
+SPEC = benchgen.GenSpec(calls_per_day=1_500, days=4, lines_per_file=2_000)
+
+
+def _run(published: Path, landing: Path, name: str) -> incremental.Scope:
+    """One warehouse-level run: start (copy of published), ingest, plan, build, publish."""
+    b = Build(published, name)
+    b.start(Config().settings_row())
+    with b.connect() as con:
+        Ingestor(con, landing).ingest()
+        scope = incremental.plan(con, b.build_id)
+        build_all(con, scope)
+    b.publish(files_new=0, landing=str(landing))
+    return scope
+
+
+def _digest(published: Path) -> dict[str, tuple[int, str]]:
+    """Per table: row count and a hash of its rows in a fixed order (build_id left out, DOUBLEs to
+    10 significant digits since float sums may differ in the last bit between plans)."""
+    out = {}
+    with read_only(published) as con:
+        for m in load_models():
+            cols = con.execute(
+                "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
+                "AND column_name <> 'build_id' ORDER BY ordinal_position",
+                [m.schema, m.name],
+            ).fetchall()
+            exprs = [f"round(CAST(\"{c}\" AS DOUBLE), 10 - CAST(ceil(log10(abs(CAST(\"{c}\" AS DOUBLE)) + 1e-300)) AS INTEGER))::VARCHAR"
+                     if t in ("DOUBLE", "FLOAT") else f'"{c}"::VARCHAR' for c, t in cols]
+            rows = con.execute(f"SELECT {', '.join(exprs)} FROM {m.table} ORDER BY ALL").fetchall()
+            out[m.table] = (len(rows), hashlib.sha256(repr(rows).encode()).hexdigest())
+    return out
+
+
+def _line(ts: dt.datetime, request_id: str, task_id: str, *, team: str | None, node: str | None = None,
+          latency_ms: int = 2_000, thinking: int = 3_000) -> str:
+    rec = {"ts": ts.isoformat(timespec="milliseconds") + "Z", "request_id": request_id, "task_id": task_id,
+           "task_type": "triage", "latency_ms": latency_ms,
+           "usage": {"prompt_tokens": 4_000, "completion_tokens": thinking + 500,
+                     "prompt_tokens_details": {"cached_tokens": 1_000},
+                     "completion_tokens_details": {"reasoning_tokens": thinking}}}
+    if team:
+        rec["team"] = team
+    if node:
+        rec |= {"model": "Qwen/Qwen3-32B", "node_id": node}
+    else:
+        rec |= {"model": "o3", "provider": "openai"}
+    return json.dumps(rec)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> dict[str, list[Path] | Path]:
+    root = tmp_path_factory.mktemp("incr")
+    landing = root / "landing"
+    reference = benchgen.write_reference_files(landing, SPEC)
+    days = [benchgen.write_day(landing, SPEC, d).jsonl for d in range(SPEC.days)]
+    later = root / "later"
+    new_day = benchgen.write_day(later, SPEC, SPEC.days).jsonl
+    d0 = SPEC.day(0)
+    req = later / "telemetry" / "requests"
+    req.mkdir(parents=True, exist_ok=True)
+    at = lambda d, h, m=0: dt.datetime.combine(SPEC.day(d), dt.time(h, m))  # noqa: E731
+    # history already has task "edge-task" on day 0 (no team) and day 1; the late file adds a call on day 2
+    # and an earlier first call on day 0 that carries the team
+    edge_hist = landing / "telemetry" / "requests" / f"{d0}" / "edge-history.jsonl"
+    edge_hist.write_text("\n".join([
+        _line(at(0, 23, 50), "edge-1", "edge-task", team=None),
+        _line(at(1, 0, 10), "edge-2", "edge-task", team=None),
+    ]) + "\n")
+    late = req / "late-edge.jsonl"
+    late.write_text("\n".join([
+        _line(at(2, 9), "edge-3", "edge-task", team=None),
+        _line(at(0, 23, 40), "edge-0", "edge-task", team="late-team"),
+        # self-hosted, ends 00:20 on day 3 after 2 hours: busy time in day 2's last hours
+        _line(at(3, 0, 20), "edge-midnight", "edge-midnight-task", team="infra", node="gpu-node-a",
+              latency_ms=2 * 3_600_000),
+    ]) + "\n")
+    gap = req / "gap-day.jsonl"
+    gap.write_text(_line(at(SPEC.days + 4, 12), "edge-gap", "edge-gap-task", team="infra", node="gpu-node-b") + "\n")
+    return {"root": root, "landing": landing, "reference": reference, "later": [*new_day, late, gap],
+            "later_root": later}
+
+
+def test_incremental_nightly_equals_full_rebuild(generated, tmp_path: Path):
+    landing = generated["landing"]
+    nightly = tmp_path / "nightly" / "wh.duckdb"
+    first = _run(nightly, landing, "history")
+    assert first.full and first.reason == "no earlier build of the SQL models"
+
+    # the nightly landing = history + the later files
+    everything = tmp_path / "landing_all"
+    shutil.copytree(landing, everything)
+    for f in generated["later"]:
+        dest = everything / f.relative_to(generated["later_root"])
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, dest)
+
+    scope = _run(nightly, everything, "night")
+    assert not scope.full, scope.reason
+    d = SPEC.day
+    # touched: day 0 and 2 (late file; day 1 by the task closure), day 3 (midnight call), new day 4,
+    # gap days 5..7 (nodes paid up to the gap call's day), day 8 (gap call)
+    assert list(scope.days) == [d(k) for k in range(0, SPEC.days + 5)]
+    assert scope.halo_days == 1
+    with read_only(nightly) as con:
+        modes = dict(con.execute("SELECT table_name, mode FROM ops.model_builds").fetchall())
+    assert modes["core.calls"] == "incremental" and modes["marts.task_costs"] == "incremental"
+    assert modes["marts.tier_mix"] == "full"
+
+    full = tmp_path / "full" / "wh.duckdb"
+    assert _run(full, everything, "full").full
+    got, want = _digest(nightly), _digest(full)
+    assert got.keys() == want.keys()
+    assert {t: v for t, v in got.items() if v != want[t]} == {}
+
+    with read_only(nightly) as con:
+        team, day, calls = con.execute("SELECT team, day, calls FROM marts.task_costs WHERE task_id = 'edge-task'").fetchall()[0]
+        # the build id of every mart row is the new build's, also on days the night did not touch
+        ids = con.execute("SELECT count(DISTINCT build_id) FROM marts.cost_per_task").fetchall()[0][0]
+    assert (team, day, calls) == ("late-team", d(0), 4)
+    assert ids == 1
+
+
+def test_a_nightly_run_without_new_files_changes_nothing(generated, tmp_path: Path):
+    wh = tmp_path / "wh.duckdb"
+    _run(wh, generated["landing"], "one")
+    before = _digest(wh)
+    scope = _run(wh, generated["landing"], "two")
+    assert not scope.full and scope.days == ()
+    assert _digest(wh) == before
+
+
+def test_new_price_sheet_or_changed_sql_rebuild_whole(generated, tmp_path: Path, monkeypatch):
+    landing = tmp_path / "landing"
+    shutil.copytree(generated["landing"], landing)
+    wh = tmp_path / "wh.duckdb"
+    _run(wh, landing, "one")
+    sheet = landing / "prices" / "llm" / "late_prices.2026-01-06.csv"
+    sheet.write_text("provider,model,input_usd_per_mtok,output_usd_per_mtok\nopenai,o3,1.00,4.00\n")
+    scope = _run(wh, landing, "two")
+    assert scope.full and "stg.llm_prices" in scope.reason
+
+    # a changed model SQL: that model and everything downstream are rebuilt whole
+    import warehouse.transform as transform
+
+    models = list(transform.load_models())
+    i = next(k for k, m in enumerate(models) if m.table == "core.call_costs")
+    models[i] = transform.SqlModel(models[i].schema, models[i].name, models[i].sql + "\n-- changed\n", models[i].deps,
+                                   models[i].incremental, models[i].halo)
+    monkeypatch.setattr(transform, "load_models", lambda: tuple(models))
+    b = Build(wh, "three")
+    b.start(Config().settings_row())
+    with b.connect() as con:
+        scope = incremental.plan(con, b.build_id)
+    assert not scope.full
+    assert "core.call_costs" in scope.full_tables and "marts.task_costs" in scope.full_tables
+    assert "core.calls" not in scope.full_tables
+    b.abandon()
+
+
+def test_render_replaces_the_macros():
+    scope = incremental.Scope(full=False, reason="incremental", days=(dt.date(2026, 1, 5), dt.date(2026, 1, 7)), halo_days=1)
+    sql = "SELECT * FROM t WHERE core.in_build_days(CAST(ts AS DATE)) AND core.in_build_context(day)"
+    out = incremental.render(sql, scope, full=False)
+    assert "core.in_build" not in out
+    assert "(CAST(ts AS DATE)) IN (DATE '2026-01-05', DATE '2026-01-07')" in out
+    # context = the days +- 1: 4, 5, 6, 7, 8 January
+    assert "IN (DATE '2026-01-04', DATE '2026-01-05', DATE '2026-01-06', DATE '2026-01-07', DATE '2026-01-08')" in out
+    assert incremental.render(sql, scope, full=True) == "SELECT * FROM t WHERE TRUE AND TRUE"
+    empty = incremental.Scope(full=False, reason="incremental")
+    assert incremental.render(sql, empty, full=False) == "SELECT * FROM t WHERE FALSE AND FALSE"
+
+
+def test_a_call_reaching_back_over_midnight_rewrites_the_day_before(generated, tmp_path: Path):
+    """Only day 2 is touched, but the new self-hosted call ran from 22:20 on day 1: day 1's last
+    hours get busier (usage-basis split), so the halo days are rewritten too."""
+    landing = tmp_path / "landing"
+    shutil.copytree(generated["landing"], landing)
+    wh = tmp_path / "nightly.duckdb"
+    _run(wh, landing, "one")
+    late = landing / "telemetry" / "requests" / "late-midnight.jsonl"
+    at = dt.datetime.combine(SPEC.day(2), dt.time(0, 20))
+    late.write_text(_line(at, "midnight-only", "midnight-only-task", team="infra", node="gpu-node-a",
+                          latency_ms=2 * 3_600_000) + "\n")
+    scope = _run(wh, landing, "two")
+    assert not scope.full and scope.days == (SPEC.day(2),) and scope.halo_days == 1
+    full = tmp_path / "full.duckdb"
+    _run(full, landing, "full")
+    got, want = _digest(wh), _digest(full)
+    assert {t: v for t, v in got.items() if v != want[t]} == {}

@@ -1,0 +1,274 @@
+"""Which days a run rebuilds: the incremental plan shared by every SQL model of one build.
+
+A nightly run adds a day or two of telemetry to months of history. Rebuilding every per-call
+table from all of staging makes the night grow with history; instead the SQL models marked
+``-- incremental: day`` (or ``month``) replace only the rows of the days the run's new files
+touched, and every other model is small enough to rebuild whole.
+
+The plan (``plan``) is made once per build, after ingest, and stored in ``ops.build_scope`` so
+that every asset of a Dagster run (separate steps) uses the same one:
+
+* **full rebuild** when there is no earlier build state, when ``THINKTAX_FULL_REBUILD`` is set,
+  when ``ops.settings`` (thinktax.toml) changed, or when the run ingested a file that is not
+  day-bound (price sheets, nodes.csv, model configs, currency rates: they can change any day's
+  cost). Per model also when its SQL changed since it was last built or its table is missing;
+  everything downstream of such a model is then rebuilt whole too.
+* otherwise the **days** = the days the run's new files touch (``ops.ingested_days``), the days
+  a run was asked for (partitions, ``thinktax run --days``), and the days between the last day
+  with calls and the new last day (nodes without an end date are paid up to the last day of
+  data, so those idle days appear), closed over tasks: every day on which a task that has a
+  call on one of these days has a call (repeated until nothing is added). With that closure a
+  task never straddles the edge of the rebuilt days, so task-level rows (``marts.task_costs``,
+  the team/task type a call inherits from its task) come out as in a full rebuild.
+
+SQL models name the days through three macros, replaced by literals when a model is built
+(``render``); in a full rebuild they are ``TRUE``:
+
+* ``core.in_build_days(expr)``   -- ``expr`` is one of the days this model rewrites;
+* ``core.in_build_context(expr)`` -- ``expr`` is within ``halo`` days of one of them (models
+  whose rows depend on neighbouring days, e.g. call intervals that cross midnight);
+* ``core.in_build_months(expr)`` -- ``expr`` (a month's first day) is a month this model rewrites.
+
+The macros also exist in the database (migration 095) and are TRUE there, so each model's SQL
+runs as written, e.g. pasted into a DuckDB shell.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+import duckdb
+
+from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
+
+FULL_ENV = "THINKTAX_FULL_REBUILD"
+MACROS = ("in_build_days", "in_build_context", "in_build_months")
+_MACRO = re.compile(r"\bcore\.(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)
+# A task whose calls span more days than this is closed over in at most this many passes.
+_MAX_CLOSURE_PASSES = 50
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The plan of one build: full, or the days to rewrite."""
+
+    full: bool
+    reason: str
+    days: tuple[dt.date, ...] = ()
+    halo_days: int = 1  # how far a call's interval can reach back (self-hosted latency), in days
+    full_tables: frozenset[str] = field(default_factory=frozenset)
+
+    def is_full(self, table: str) -> bool:
+        return self.full or table in self.full_tables
+
+    def model_days(self, halo: bool) -> list[dt.date]:
+        """The days a model rewrites: the scope's days, widened by the halo for halo models."""
+        return _widen(self.days, self.halo_days) if halo else list(self.days)
+
+
+def _widen(days: tuple[dt.date, ...] | list[dt.date], by: int) -> list[dt.date]:
+    out = {d + dt.timedelta(days=k) for d in days for k in range(-by, by + 1)}
+    return sorted(out)
+
+
+def _date_list(days: list[dt.date]) -> str:
+    return ", ".join(f"DATE '{d.isoformat()}'" for d in days)
+
+
+def _in(expr: str, days: list[dt.date]) -> str:
+    if not days:
+        return "FALSE"
+    # the range first: DuckDB can prune row groups with it (zone maps), the IN list is exact
+    return f"(({expr}) BETWEEN DATE '{days[0]}' AND DATE '{days[-1]}' AND ({expr}) IN ({_date_list(days)}))"
+
+
+def _args(sql: str, start: int) -> tuple[str, int]:
+    """The argument text of a macro call whose '(' is at ``start - 1``; returns (arg, end index)."""
+    depth = 1
+    i = start
+    while i < len(sql):
+        c = sql[i]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return sql[start:i], i + 1
+        elif c == "'":
+            i = sql.index("'", i + 1)
+        i += 1
+    raise ValueError("unbalanced parentheses in a core.in_build_* call")
+
+
+def render(sql: str, scope: Scope | None, *, full: bool, halo: bool = False) -> str:
+    """The model's SQL with the in_build macros replaced by this build's days (TRUE when full)."""
+    out, pos = [], 0
+    for m in _MACRO.finditer(sql):
+        if m.start() < pos:
+            continue
+        arg, end = _args(sql, m.end())
+        arg = render(arg, scope, full=full, halo=halo)
+        name = m.group(1).lower()
+        if full or scope is None:
+            text = "TRUE"
+        else:
+            days = scope.model_days(halo)
+            if name == "in_build_days":
+                text = _in(arg, days)
+            elif name == "in_build_context":
+                text = _in(arg, _widen(days, scope.halo_days))
+            else:
+                months = sorted({d.replace(day=1) for d in days})
+                text = _in(arg, months)
+        out.append(sql[pos:m.start()])
+        out.append(text)
+        pos = end
+    out.append(sql[pos:])
+    return "".join(out)
+
+
+# -- state -------------------------------------------------------------------------------------
+def sql_sha(sql: str) -> str:
+    return hashlib.sha256(sql.encode("utf-8")).hexdigest()
+
+
+def settings_sha(con: duckdb.DuckDBPyConnection) -> str:
+    """A digest of ops.settings without the build id (thinktax.toml as the SQL sees it)."""
+    cur = con.execute("SELECT * EXCLUDE (build_id) FROM ops.settings")
+    names = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    return hashlib.sha256(json.dumps([names, rows], default=str, sort_keys=True).encode()).hexdigest()
+
+
+def _built(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
+    """table -> (sql sha, settings sha) of its last build."""
+    rows = con.execute("SELECT table_name, sql_sha256, settings_sha256 FROM ops.model_builds").fetchall()
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def _existing_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute(
+        "SELECT table_schema || '.' || table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def record(con: duckdb.DuckDBPyConnection, table: str, sql: str, mode: str, days: int, build_id: str | None) -> None:
+    con.execute(
+        """INSERT OR REPLACE INTO ops.model_builds
+           VALUES (?, ?, ?, ?, ?, ?, now()::TIMESTAMP)""",
+        [table, sql_sha(sql), settings_sha(con), mode, days, build_id],
+    )
+
+
+# -- the plan ----------------------------------------------------------------------------------
+_NEW_FILE_TABLES = """
+    SELECT DISTINCT target_table FROM ops.ingested_files
+    WHERE status = 'loaded' AND target_table IS NOT NULL
+      AND ingested_at >= (SELECT started_at FROM ops.runs WHERE build_id = ?)
+"""
+
+
+def _stale(con: duckdb.DuckDBPyConnection, models) -> tuple[set[str], str]:  # noqa: ANN001
+    """Models that must be rebuilt whole whatever the days (SQL changed, table missing), plus
+    everything downstream of them; and a reason when the whole build must be full."""
+    built = _built(con)
+    if not built:
+        return set(), "no earlier build of the SQL models"
+    sha_now = settings_sha(con)
+    if any(s != sha_now for _, s in built.values()):
+        return set(), "settings (thinktax.toml) changed"
+    present = _existing_tables(con)
+    stale: set[str] = set()
+    for m in models:  # dependency order
+        if m.table not in present or built.get(m.table, ("", ""))[0] != sql_sha(m.sql) or m.deps & stale:
+            stale.add(m.table)
+    return stale, ""
+
+
+def _closed_days(con: duckdb.DuckDBPyConnection, days: set[dt.date]) -> set[dt.date]:
+    """Add every day on which a task with a call on one of ``days`` has a call, until stable."""
+    for _ in range(_MAX_CLOSURE_PASSES):
+        if not days:
+            return days
+        ds = sorted(days)
+        rows = con.execute(
+            f"""SELECT DISTINCT CAST(ts AS DATE) FROM stg.requests
+                WHERE task_id IN (SELECT task_id FROM stg.requests WHERE {_in('CAST(ts AS DATE)', ds)})"""
+        ).fetchall()
+        more = {r[0] for r in rows} - days
+        if not more:
+            return days
+        days |= more
+    return days
+
+
+def _gap_days(con: duckdb.DuckDBPyConnection) -> set[dt.date]:
+    """Days after the last day the per-call tables know, up to the last day of data."""
+    present = _existing_tables(con)
+    if "core.calls" not in present:
+        return set()
+    (before,) = con.execute("SELECT max(day) FROM core.calls").fetchall()[0]
+    (now,) = con.execute("SELECT CAST(max(ts) AS DATE) FROM stg.requests").fetchall()[0]
+    if before is None or now is None or now <= before:
+        return set()
+    return {before + dt.timedelta(days=k) for k in range(1, (now - before).days + 1)}
+
+
+def _halo(con: duckdb.DuckDBPyConnection) -> int:
+    """Days a self-hosted call's interval [ts - latency, ts] can reach back: 1 + whole days of latency."""
+    (ms,) = con.execute("SELECT max(latency_ms) FROM stg.requests WHERE node_id IS NOT NULL").fetchall()[0]
+    return 1 + int((ms or 0) // 86_400_000)
+
+
+def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: list[dt.date] | None = None) -> Scope:
+    """Decide this build's scope and store it in ops.build_scope (replacing an earlier plan)."""
+    from warehouse.transform import load_models  # noqa: PLC0415 - transform imports this module
+
+    models = load_models()
+    reason = ""
+    if os.environ.get(FULL_ENV, "").strip() not in ("", "0", "false", "no"):
+        reason = f"{FULL_ENV} is set"
+    stale, why = _stale(con, models)
+    reason = reason or why
+    days: set[dt.date] = set()
+    if not reason and build_id is not None:
+        record_new_file_days(con, build_id)
+        other = {r[0] for r in con.execute(_NEW_FILE_TABLES, [build_id]).fetchall()} - set(DAY_SOURCES)
+        if other:
+            reason = "new non-daily input (" + ", ".join(sorted(other)) + ")"
+        else:
+            days = set(run_days(con, build_id))
+    if not reason:
+        days |= set(extra_days or ())
+        days |= _gap_days(con)
+        days = _closed_days(con, days)
+    scope = Scope(full=bool(reason), reason=reason or "incremental", days=tuple(sorted(days)),
+                  halo_days=_halo(con) if not reason else 1, full_tables=frozenset(stale))
+    store(con, build_id, scope)
+    return scope
+
+
+def store(con: duckdb.DuckDBPyConnection, build_id: str | None, scope: Scope) -> None:
+    con.execute("DELETE FROM ops.build_scope")
+    con.execute(
+        "INSERT INTO ops.build_scope VALUES (?, ?, ?, ?::DATE[], ?, ?::VARCHAR[], now()::TIMESTAMP)",
+        [build_id, scope.full, scope.reason, list(scope.days), scope.halo_days, sorted(scope.full_tables)],
+    )
+
+
+def current(con: duckdb.DuckDBPyConnection, build_id: str | None) -> Scope:
+    """This build's stored plan; planned now (no extra days) if the build has none yet."""
+    rows = con.execute(
+        "SELECT full_rebuild, reason, days, halo_days, full_tables FROM ops.build_scope WHERE build_id IS NOT DISTINCT FROM ?",
+        [build_id],
+    ).fetchall()
+    if not rows:
+        return plan(con, build_id)
+    full, reason, days, halo, tables = rows[0]
+    return Scope(full=full, reason=reason, days=tuple(days or ()), halo_days=halo, full_tables=frozenset(tables or ()))
