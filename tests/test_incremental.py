@@ -137,7 +137,8 @@ def test_incremental_nightly_equals_full_rebuild(generated, tmp_path: Path):
     assert scope.halo_days == 1
     with read_only(nightly) as con:
         modes = dict(con.execute("SELECT table_name, mode FROM ops.model_builds").fetchall())
-    assert modes["core.calls"] == "incremental" and modes["marts.task_costs"] == "incremental"
+    assert modes["core.call_costs"] == "incremental" and modes["marts.task_costs"] == "incremental"
+    assert modes["core.calls"] == "view"
     assert modes["marts.tier_mix"] == "full"
 
     full = tmp_path / "full" / "wh.duckdb"
@@ -177,7 +178,7 @@ def test_new_price_sheet_or_changed_sql_rebuild_whole(generated, tmp_path: Path,
     import warehouse.transform as transform
 
     models = list(transform.load_models())
-    i = next(k for k, m in enumerate(models) if m.table == "core.call_costs")
+    i = next(k for k, m in enumerate(models) if m.table == "core.self_hosted_allocation")
     models[i] = transform.SqlModel(models[i].schema, models[i].name, models[i].sql + "\n-- changed\n", models[i].deps,
                                    models[i].incremental, models[i].halo)
     monkeypatch.setattr(transform, "load_models", lambda: tuple(models))
@@ -186,8 +187,8 @@ def test_new_price_sheet_or_changed_sql_rebuild_whole(generated, tmp_path: Path,
     with b.connect() as con:
         scope = incremental.plan(con, b.build_id)
     assert not scope.full
-    assert "core.call_costs" in scope.full_tables and "marts.task_costs" in scope.full_tables
-    assert "core.calls" not in scope.full_tables
+    assert {"core.self_hosted_allocation", "core.call_costs", "core.calls", "marts.task_costs"} <= scope.full_tables
+    assert not {"core.node_hours_cost", "core.dim_nodes", "core.llm_price_versions"} & scope.full_tables
     b.abandon()
 
 

@@ -15,8 +15,8 @@ What it does, one phase after another in this process (data from :mod:`thinktax.
    model, provider and node). The checks and the same floor query over ``stg.requests`` are
    shown too, without a ratio;
 4. nightly: the warehouse-level run a night does (``Build.start`` = copy of the published
-   file, ingest of a landing folder holding the history plus one new day, ``build_all``,
-   the SQL checks, ``publish``), once on a warehouse holding 1x history (the last quarter of
+   file, ingest of a landing folder holding the history plus one new day, the incremental
+   plan and ``build_all`` by it, the SQL checks, ``publish``), once on a warehouse holding 1x history (the last quarter of
    the history files) and once on 4x history (all of them);
 5. the fixed orchestration overhead, in fresh subprocesses: Python start-up, ``import
    dagster``, loading the definitions, a Dagster job run on an empty landing folder minus the
@@ -263,6 +263,7 @@ def nightly(results: Results, name: str, published: Path, landing: Path, setting
     """One warehouse-level nightly run, step by step; returns its total seconds."""
     from warehouse.db import Build  # noqa: PLC0415
     from warehouse.ingest import Ingestor  # noqa: PLC0415
+    from warehouse import incremental  # noqa: PLC0415
     from warehouse.transform import build_all  # noqa: PLC0415
 
     build = Build(published, "nightly")
@@ -280,8 +281,10 @@ def nightly(results: Results, name: str, published: Path, landing: Path, setting
             row.note = f"{len(summary.files)} landing files hashed, {len(summary.new_files)} new"
         total += row.seconds
         with phase(results, f"{name}: rebuild", log=log) as row:
-            build_all(con)
+            scope = incremental.plan(con, build.build_id)
+            build_all(con, scope)
             row.rows = _count(con, "core.calls")
+            row.note = ("full: " + scope.reason) if scope.full else f"incremental: {len(scope.days)} day(s) replaced"
         total += row.seconds
         with phase(results, f"{name}: checks", log=log) as row:
             failed = run_checks(con)

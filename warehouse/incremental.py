@@ -153,7 +153,7 @@ def _built(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
 
 def _existing_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     rows = con.execute(
-        "SELECT table_schema || '.' || table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+        "SELECT table_schema || '.' || table_name FROM information_schema.tables"
     ).fetchall()
     return {r[0] for r in rows}
 

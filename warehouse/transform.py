@@ -25,6 +25,7 @@ from warehouse.incremental import Scope
 
 SCHEMAS = ("core", "marts")
 _INCREMENTAL = re.compile(r"^--\s*incremental:\s*(day|month)\b(\s*,\s*halo\b)?", re.IGNORECASE | re.MULTILINE)
+_VIEW = re.compile(r"^--\s*materialized:\s*view\b", re.IGNORECASE | re.MULTILINE)
 _REF = re.compile(r"\b(stg|core|marts|ops)\.([a-z_][a-z0-9_]*)\b(?!\s*\()", re.IGNORECASE)
 
 
@@ -36,6 +37,7 @@ class SqlModel:
     deps: frozenset[str]  # 'schema.table' names this model reads
     incremental: str | None = None  # 'day' / 'month': the key column of an in-place rebuild
     halo: bool = False  # rows depend on neighbouring days: rewrite the planned days +- halo
+    view: bool = False  # '-- materialized: view': a view, nothing stored
 
     @property
     def table(self) -> str:
@@ -73,6 +75,7 @@ def load_models() -> tuple[SqlModel, ...]:
             found[f"{schema}.{name}"] = SqlModel(
                 schema, name, sql, frozenset(refs),
                 incremental=inc.group(1).lower() if inc else None, halo=bool(inc and inc.group(2)),
+                view=bool(_VIEW.search(sql)),
             )
     graph = {t: {d for d in m.deps if d in found} for t, m in found.items()}
     order = TopologicalSorter(graph).static_order()
@@ -99,7 +102,15 @@ def build(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope | None =
     from its SELECT. With an incremental scope the rows of the scope's days are replaced.
     """
     build_id = _build_id(con)
-    if scope is None or scope.is_full(model.table) or model.incremental is None:
+    if model.view:
+        schema, name = model.table.split(".")
+        kind = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+                           [schema, name]).fetchall()
+        if kind and kind[0][0] != "VIEW":
+            con.execute(f"DROP TABLE {model.table}")  # it was a table in an older warehouse
+        con.execute(f"CREATE OR REPLACE VIEW {model.table} AS {incremental.render(model.sql, scope, full=True)}")
+        incremental.record(con, model.table, model.sql, "view", 0, build_id)
+    elif scope is None or scope.is_full(model.table) or model.incremental is None:
         con.execute(f"CREATE OR REPLACE TABLE {model.table} AS {incremental.render(model.sql, scope, full=True)}")
         incremental.record(con, model.table, model.sql, "full", 0, build_id)
     else:

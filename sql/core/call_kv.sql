@@ -32,7 +32,7 @@
 -- A call without latency_ms has NULL byte-seconds (its peak KV is still given). Time to first token
 -- is not used: the prefill is taken as instant, which slightly overstates what the prompt holds.
 -- grain: one row per call (request_id, API or self-hosted) whose model has a known KV size per token
--- reads: core.calls, core.dim_models
+-- reads: core.call_costs, core.dim_models
 -- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
 WITH models AS (
     SELECT model_key, kv_bytes_per_token_bf16 AS listed_bytes,
@@ -79,7 +79,7 @@ calls AS (
     SELECT request_id, ts, day, hour, model, serving, node_id, team, task_id, latency_ms,
            prompt_tokens, thinking_tokens, output_tokens,
            thinking_tokens + output_tokens AS generated_tokens
-    FROM core.calls
+    FROM core.call_costs
     WHERE core.in_build_days(day)
 ),
 joined AS (

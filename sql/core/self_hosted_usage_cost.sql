@@ -19,14 +19,14 @@
 -- .cost_micro_usd) over its priced hours. Hours without a known price are left out.
 -- grain: one row per self-hosted call (kind 'call', request_id; hour = the call's hour) plus one row
 -- per priced node-hour (kind 'idle', request_id NULL) carrying that hour's busy and idle figures
--- reads: core.calls, core.call_costs, core.node_hours_cost
+-- reads: core.call_costs, core.node_hours_cost
 -- incremental: day, halo (a call's interval can reach into the day before: the days touched +- the
 -- halo are replaced, reading one halo more around them; warehouse/incremental.py)
 WITH calls AS (
-    SELECT request_id, node_id, ts, hour, day, total_tokens, thinking_tokens,
+    SELECT request_id, node_id, ts, hour, day, total_tokens, thinking_tokens, allocated_micro_usd,
            epoch_us(ts) AS end_us,
            epoch_us(ts) - CAST(round(greatest(coalesce(latency_ms, 0), 0) * 1000) AS BIGINT) AS start_us
-    FROM core.calls
+    FROM core.call_costs
     WHERE serving = 'self_hosted' AND core.in_build_context(day)
 ),
 paid AS (
@@ -127,10 +127,9 @@ call_rows AS (
            CAST(CASE WHEN u.usage_micro_usd IS NULL THEN NULL ELSE 0 END AS BIGINT) AS idle_micro_usd,
            CASE WHEN c.total_tokens = 0 OR u.usage_micro_usd IS NULL THEN CAST(0 AS HUGEINT)
                 ELSE CAST(u.usage_micro_usd AS HUGEINT) * c.thinking_tokens // c.total_tokens END AS thinking_usage_micro_usd,
-           cc.allocated_micro_usd
+           c.allocated_micro_usd
     FROM calls c
     LEFT JOIN call_usage u USING (request_id)
-    LEFT JOIN core.call_costs cc USING (request_id)
 ),
 idle_rows AS (
     SELECT 'idle' AS kind, node_id, day, hour, CAST(NULL AS VARCHAR) AS request_id,

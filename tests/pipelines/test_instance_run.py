@@ -91,10 +91,10 @@ def test_failed_check_is_not_retried_and_notifies_once(tmp_path: Path, monkeypat
 
     real_build = transform.build
 
-    def broken(con, model):  # a negative bucket: the blocking check buckets_non_negative fails
-        rows = real_build(con, model)
-        if model.table == "core.calls":
-            con.execute("UPDATE core.calls SET thinking_tokens = -1 WHERE request_id = 'o3-2025-04-01'")
+    def broken(con, model, scope=None):  # a negative bucket: the blocking check buckets_non_negative fails
+        rows = real_build(con, model, scope)
+        if model.table == "core.call_costs":  # core.calls is a view of it
+            con.execute("UPDATE core.call_costs SET thinking_tokens = -1 WHERE request_id = 'o3-2025-04-01'")
         return rows
 
     monkeypatch.setattr("pipelines.defs.warehouse_assets.build", broken)
