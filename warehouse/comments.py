@@ -289,7 +289,7 @@ COLUMNS: dict[str, dict[str, str]] = {
     "ops.ingested_files": {
         "file_id": _d("Id of the landed file (by content)", LABEL),
         "file": _d("Path relative to the landing folder, as first seen", LABEL),
-        "sha256": _d("SHA-256 of the file's bytes (after gunzip); the same bytes under any name are ingested once", LABEL),
+        "sha256": _d("SHA-256 of the file's bytes as landed (before gunzip); the same bytes under any name are ingested once", LABEL),
         "folder": _d("Landing sub-folder, e.g. 'prices/llm'", LABEL),
         "format": _d("Detected format, e.g. 'litellm_json' (NULL when unreadable)", LABEL),
         "target_table": _d("Staging table the rows went to", LABEL),
@@ -299,8 +299,12 @@ COLUMNS: dict[str, dict[str, str]] = {
         "rows_duplicate": _d("Records already loaded from another file (same key and values)", COUNT),
         "rows_quarantined": _d("Records rejected to ops.quarantine", COUNT),
         "effective_from": _d("Price sheets: the day their prices take effect", DAY),
-        "bytes": _d("Size of the file (after gunzip)", "bytes"),
+        "bytes": _d("Size of the file as landed (on disk, before gunzip)", "bytes"),
         "ingested_at": _d("When the file was ingested", TS),
+        "file_mtime_ns": _d("Modification time of the file when it was ingested; a later run skips a file whose "
+                            "path, bytes and mtime are unchanged without reading it. NULL if the file changed "
+                            "while it was read, or was ingested before this column existed",
+                            "nanoseconds since 1970-01-01 UTC"),
     },
     "ops.quarantine": {
         "file_id": _d("Id of the file (ops.ingested_files)", LABEL),

@@ -2,6 +2,10 @@
 
 For every file under the landing folder (sorted by path):
 
+0. a file whose path, size and modification time (``st_mtime_ns``) match a file ingested before
+   (``ops.ingested_files``: file, bytes, file_mtime_ns) is skipped without being read, so that a
+   nightly run's cost does not grow with the history already landed. A file that changed (size
+   or mtime differs) goes on to step 1;
 1. sha256 of its bytes; a file whose content was ingested before (under any name) is skipped.
 2. gunzip (``.gz`` or gzip magic), UTF-8 check, format detection (``sources.registry``), parse.
    A file that fails any of these is recorded as ``unreadable``: one ``ops.quarantine`` row
@@ -22,6 +26,7 @@ import datetime as dt
 import gzip
 import hashlib
 import logging
+import os
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -34,6 +39,13 @@ from sources.base import Parsed, ParseContext, SourceFormatError
 from sources.registry import SourceSpec, all_specs
 
 log = logging.getLogger("thinktax.ingest")
+
+# ops.ingested_files columns in the order the INSERTs give them (named: a migration that adds a
+# column cannot shift the values).
+_FILE_COLUMNS = (
+    "file_id, file, sha256, folder, format, target_table, status, rows_in, rows_loaded, rows_duplicate, "
+    "rows_quarantined, effective_from, bytes, ingested_at, file_mtime_ns"
+)
 
 REJECTS_SCHEMA = pa.schema(
     [("line", pa.int64()), ("field", pa.string()), ("reason", pa.string()), ("raw", pa.string())]
@@ -126,6 +138,7 @@ class Ingestor:
         self.specs = specs if specs is not None else all_specs()
         self.ctx = ParseContext(ingested_at=self.now, fx_usd_per_unit=self._fx_rates())
         self._columns: dict[str, list[tuple[str, bool]]] = {}
+        self._seen: set[tuple[str, int, int]] | None = None  # (file, bytes, mtime_ns) ingested before
 
     def _fx_rates(self) -> dict[str, object]:
         """USD per unit of each currency: the newest rate in stg.fx_rates (fx/ files)."""
@@ -135,8 +148,24 @@ class Ingestor:
         return dict(rows)
 
     # -- bookkeeping -------------------------------------------------------------------------
-    def _known(self, sha: str) -> bool:
-        return self.con.execute("SELECT 1 FROM ops.ingested_files WHERE sha256 = ?", [sha]).fetchall() != []
+    def _load_seen(self) -> set[tuple[str, int, int]]:
+        """(file, bytes, mtime_ns) of every file ingested before: one query per run, not per file."""
+        rows = self.con.execute(
+            "SELECT file, bytes, file_mtime_ns FROM ops.ingested_files WHERE file_mtime_ns IS NOT NULL"
+        ).fetchall()
+        return set(rows)
+
+    def _unchanged(self, rel: str, st: os.stat_result) -> bool:
+        """The file at ``rel`` has the size and mtime it had when it was ingested."""
+        if self._seen is None:
+            self._seen = self._load_seen()
+        return (rel, st.st_size, st.st_mtime_ns) in self._seen
+
+    def _known(self, sha: str) -> list[tuple[int, str, int | None]]:
+        """(file_id, file, file_mtime_ns) of the file ingested with this content, if any."""
+        return self.con.execute(
+            "SELECT file_id, file, file_mtime_ns FROM ops.ingested_files WHERE sha256 = ?", [sha]
+        ).fetchall()
 
     def _next_file_id(self) -> int:
         return self.con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ops.ingested_files").fetchall()[0][0]
@@ -162,6 +191,7 @@ class Ingestor:
         todo = paths if paths is not None else landing_files(self.landing)
         # currency rates first, so sheets and bills landed with their rate file can be converted
         todo = sorted(todo, key=lambda p: not p.relative_to(self.landing).as_posix().startswith("fx/"))
+        self._seen = self._load_seen()
         for path in todo:
             rel = path.relative_to(self.landing).as_posix()
             if progress:
@@ -173,9 +203,23 @@ class Ingestor:
         return summary
 
     def ingest_file(self, path: Path, rel: str, folders: set[str]) -> FileResult:
+        before = path.stat()
+        if self._unchanged(rel, before):
+            return FileResult(rel, "already_ingested")
         raw = path.read_bytes()
         sha = hashlib.sha256(raw).hexdigest()
-        if self._known(sha):
+        # The mtime is recorded only if the file did not change while it was read (same size and
+        # mtime before and after, size = bytes read); otherwise NULL: the next run reads it again.
+        after = path.stat()
+        stable = before.st_size == after.st_size == len(raw) and before.st_mtime_ns == after.st_mtime_ns
+        mtime_ns = before.st_mtime_ns if stable else None
+        known = self._known(sha)
+        if known:
+            file_id, file, known_mtime = known[0]
+            if file == rel and mtime_ns is not None and known_mtime != mtime_ns:
+                # Same path, same bytes, new mtime (touched, or ingested before file_mtime_ns
+                # existed): remember it, so that the next run skips the file without reading it.
+                self.con.execute("UPDATE ops.ingested_files SET file_mtime_ns = ? WHERE file_id = ?", [mtime_ns, file_id])
             return FileResult(rel, "already_ingested")
         folder = folder_of(rel, folders)
         try:
@@ -188,10 +232,11 @@ class Ingestor:
             parsed = spec.parse(data, rel, self.ctx)
         except SourceFormatError as exc:
             log.warning("%s: %s", rel, exc)
-            return self._record_unreadable(rel, sha, folder, len(raw), exc)
-        return self._load(rel, sha, folder, len(raw), spec, parsed)
+            return self._record_unreadable(rel, sha, folder, len(raw), mtime_ns, exc)
+        return self._load(rel, sha, folder, len(raw), mtime_ns, spec, parsed)
 
-    def _record_unreadable(self, rel: str, sha: str, folder: str | None, nbytes: int, exc: SourceFormatError) -> FileResult:
+    def _record_unreadable(self, rel: str, sha: str, folder: str | None, nbytes: int, mtime_ns: int | None,
+                           exc: SourceFormatError) -> FileResult:
         self.con.execute("BEGIN")
         try:
             file_id = self._next_file_id()
@@ -200,8 +245,9 @@ class Ingestor:
                 [file_id, rel, exc.line, exc.field, f"unreadable file: {exc}", self.now],
             )
             self.con.execute(
-                "INSERT INTO ops.ingested_files VALUES (?, ?, ?, ?, NULL, NULL, 'unreadable', 1, 0, 0, 1, NULL, ?, ?)",
-                [file_id, rel, sha, folder or "", nbytes, self.now],
+                f"INSERT INTO ops.ingested_files ({_FILE_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, NULL, NULL, 'unreadable', 1, 0, 0, 1, NULL, ?, ?, ?)",
+                [file_id, rel, sha, folder or "", nbytes, self.now, mtime_ns],
             )
             self.con.execute("COMMIT")
         except Exception:
@@ -209,7 +255,8 @@ class Ingestor:
             raise
         return FileResult(rel, "unreadable", rows_in=1, rows_quarantined=1, message=str(exc))
 
-    def _load(self, rel: str, sha: str, folder: str, nbytes: int, spec: SourceSpec, parsed: Parsed) -> FileResult:
+    def _load(self, rel: str, sha: str, folder: str, nbytes: int, mtime_ns: int | None, spec: SourceSpec,
+              parsed: Parsed) -> FileResult:
         table = parsed.table
         cols = self._table_columns(table)
         col_names = [c for c, _ in cols if c != "file_id"]
@@ -271,9 +318,10 @@ class Ingestor:
                     f"{rel}: accounting broken: rows_in {rows_in} != loaded {loaded} + duplicate {dup} + quarantined {quarantined}"
                 )
             con.execute(
-                "INSERT INTO ops.ingested_files VALUES (?, ?, ?, ?, ?, ?, 'loaded', ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO ops.ingested_files ({_FILE_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'loaded', ?, ?, ?, ?, ?, ?, ?, ?)",
                 [file_id, rel, sha, folder, parsed.format, table, rows_in, loaded, dup, quarantined,
-                 parsed.meta.get("effective_from"), nbytes, self.now],
+                 parsed.meta.get("effective_from"), nbytes, self.now, mtime_ns],
             )
             con.execute("COMMIT")
         except Exception:

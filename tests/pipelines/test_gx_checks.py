@@ -50,7 +50,9 @@ def con():
 
 
 def add_file(con, file_id: int, name: str, ingested_at: dt.datetime = NOW) -> None:
-    con.execute("INSERT INTO ops.ingested_files VALUES (?, ?, ?, 'x', 'f', NULL, 'loaded', 0, 0, 0, 0, NULL, 0, ?)",
+    con.execute("INSERT INTO ops.ingested_files (file_id, file, sha256, folder, format, target_table, status, rows_in, "
+                "rows_loaded, rows_duplicate, rows_quarantined, effective_from, bytes, ingested_at) "
+                "VALUES (?, ?, ?, 'x', 'f', NULL, 'loaded', 0, 0, 0, 0, NULL, 0, ?)",
                 [file_id, name, f"sha{file_id}", ingested_at])
 
 
