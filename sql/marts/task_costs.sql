@@ -6,14 +6,14 @@
 WITH calls AS (
     SELECT * FROM core.call_costs WHERE core.in_build_days(day)
 ),
-final AS (
+per_task AS (
+    -- one arg_min over a struct (one row's day, team and task_type), a sorted distinct list rather
+    -- than an ordered DISTINCT string_agg, min/max rather than count(DISTINCT): same values, cheaper
     SELECT task_id,
-           arg_min(day, ts) AS day,
-           arg_min(team, ts) AS team,
-           arg_min(task_type, ts) AS task_type,
+           arg_min({'day': day, 'team': team, 'task_type': task_type}, ts) AS first_call,
            count(*) AS calls,
-           string_agg(DISTINCT model, ',' ORDER BY model) AS models,
-           CASE WHEN count(DISTINCT serving) > 1 THEN 'mixed' ELSE any_value(serving) END AS serving,
+           nullif(array_to_string(list_sort(list_distinct(list(model))), ','), '') AS models,
+           CASE WHEN min(serving) <> max(serving) THEN 'mixed' ELSE min(serving) END AS serving,
            sum(uncached_input_tokens) AS input_tokens,
            sum(cached_input_tokens) AS cached_input_tokens,
            sum(cache_write_tokens) AS cache_write_tokens,
@@ -28,6 +28,11 @@ final AS (
            max(ts) AS last_call_at
     FROM calls
     GROUP BY task_id
+),
+final AS (
+    SELECT task_id, first_call.day AS day, first_call.team AS team, first_call.task_type AS task_type,
+           * EXCLUDE (task_id, first_call)
+    FROM per_task
 )
 -- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.
 SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final
