@@ -66,3 +66,53 @@ def test_unreadable_files_are_quarantined_whole_and_the_run_goes_on(tmp_path):
     assert len(q) == 4 and all(r[1].startswith("unreadable file") for r in q)
     # accounting holds for every file, unreadable ones included (1 row in, 1 quarantined)
     assert con.sql("SELECT count(*) FROM ops.ingested_files WHERE rows_in <> rows_loaded + rows_duplicate + rows_quarantined").fetchall() == [(0,)]
+
+
+def test_repeats_inside_a_new_file_are_classified_without_stored_rows(tmp_path):
+    """No key of the file is stored yet (the usual new day): in-file repeats still count."""
+    landing = write_files(tmp_path / "landing", {
+        "telemetry/requests/a.jsonl": "\n".join([CALL.format(rid="x", p=1), CALL.format(rid="x", p=1),
+                                                CALL.format(rid="y", p=2), CALL.format(rid="y", p=3)]) + "\n",
+    })
+    con, _ = build_warehouse(landing, tmp_path / "w.duckdb")
+    assert files_table(con) == [("telemetry/requests/a.jsonl", "loaded", 4, 2, 1, 1)]
+    assert con.sql("SELECT line, field FROM ops.quarantine").fetchall() == [(4, "request_id")]
+    assert con.sql("SELECT request_id, uncached_input_tokens FROM stg.requests ORDER BY 1").fetchall() == [
+        ("x", 1), ("y", 2)]
+
+
+def test_dedupe_matches_a_plain_python_model(tmp_path):
+    """Random files over a few request ids and values, ingested one after the other: each row's
+    verdict is what a dict says. A stored key decides (same values = duplicate, other = conflict);
+    otherwise the first row of a key in the file is new and its repeats are compared with it."""
+    import random
+
+    from warehouse.db import connect, migrate
+
+    rng = random.Random(10)
+    con = connect(tmp_path / "w.duckdb")
+    migrate(con)
+    landing = tmp_path / "landing"
+    stored: dict[str, int] = {}
+    for n in range(12):
+        rows = [(rng.choice("abcdefgh"), rng.choice([1, 2])) for _ in range(rng.randint(1, 8))]
+        if n % 3 == 0:  # some files with fresh keys only, one row each
+            rows = [(f"n{n}-{i}", 1) for i in range(rng.randint(1, 4))]
+        rel = f"telemetry/requests/f{n:02d}.jsonl"
+        write_files(landing, {rel: "".join(CALL.format(rid=r, p=p) + "\n" for r, p in rows)})
+        expect = {"new": 0, "duplicate": 0, "conflict": 0}
+        first: dict[str, int] = {}
+        for rid, p in rows:
+            if rid in stored:
+                expect["duplicate" if stored[rid] == p else "conflict"] += 1
+            elif rid in first:
+                expect["duplicate" if first[rid] == p else "conflict"] += 1
+            else:
+                first[rid] = p
+                expect["new"] += 1
+        for rid, p in first.items():
+            stored.setdefault(rid, p)
+        [f] = Ingestor(con, landing, now=NOW).ingest(paths=[landing / rel]).files
+        assert (f.rows_in, f.rows_loaded, f.rows_duplicate, f.rows_quarantined) == (
+            len(rows), expect["new"], expect["duplicate"], expect["conflict"]), (n, rows)
+    assert dict(con.sql("SELECT request_id, uncached_input_tokens FROM stg.requests").fetchall()) == stored
