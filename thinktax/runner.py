@@ -47,6 +47,7 @@ class RunOptions:
 
     days: tuple[dt.date, dt.date] | None = None  # partitions to run (inclusive); None: yesterday (UTC)
     as_of: dt.date | None = None  # the alert window's last day; None: the latest day with calls
+    full_rebuild: bool = False  # rebuild every table whole, not only the days new files touch
 
 
 _OPTIONS: contextvars.ContextVar[RunOptions] = contextvars.ContextVar("thinktax_run_options", default=RunOptions())
@@ -138,6 +139,8 @@ def run_pipeline(landing: Path, warehouse: Path, config: str | None, *,
     part = partition_args(days)
     # The CLI reports a failure itself: the daemon (if one runs on this instance) must not retry it.
     tags = {"dagster/max_retries": "0", **part.pop("tags", {})}
+    if opts.full_rebuild:
+        tags["thinktax/full_rebuild"] = "true"  # read by the ingest step's plan (pipelines/defs/warehouse_assets.py)
     run_config = job_run_config(as_of)
     with run_lock(warehouse), dg.DagsterInstance.get() as instance:
         job = defs.resolve_job_def("thinktax")

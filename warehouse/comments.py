@@ -62,6 +62,8 @@ TABLES: dict[str, str] = {
     "ops.alerts": "One row per break-even alert delivery attempt (delivered = the webhook answered 2xx).",
     "ops.alert_state": "The break-even alert's state per subject (alert x model, model '*' = all reasoning models): armed, fired or pending.",
     "ops.ingested_days": "The UTC days each landed file touched (telemetry and bills), for daily partitions.",
+    "ops.model_builds": "How each core/marts table was last built: whole or by days, from which SQL and settings (incremental rebuilds).",
+    "ops.build_scope": "The rebuild plan of the build in this file: full, or the UTC days the incremental tables replaced.",
     "marts.bill_reconciliation": "What providers billed against usage x price in force. grain: day x provider x model.",
     "marts.self_host_breakeven": "Self-hosting a reasoning model against buying it through the API. grain: month x model x deployment.",
     "marts.node_hours": "Self-hosted node usage and cost per hour. grain: node x hour (UTC).",
@@ -363,6 +365,24 @@ COLUMNS: dict[str, dict[str, str]] = {
         "file_id": _d("Landed file (ops.ingested_files)", LABEL),
         "day": _d("UTC day the file's rows fall on (telemetry and bills)", DAY),
         "rows": _d("Rows of the file on that day (a row spanning days counts on each)", COUNT),
+    },
+    "ops.model_builds": {
+        "table_name": _d("The core.* or marts.* table (or view)", LABEL),
+        "sql_sha256": _d("sha256 of the model's SQL file when it was built; a change rebuilds it (and what it feeds) whole", LABEL),
+        "settings_sha256": _d("sha256 of ops.settings (without build_id) when it was built; a change rebuilds everything whole", LABEL),
+        "mode": _d("'full' (table recreated), 'incremental' (the planned days replaced) or 'view'", LABEL),
+        "days": _d("Incremental: how many UTC days were replaced (0 when full)", COUNT),
+        "build_id": _d("The run (ops.runs) that built it", LABEL),
+        "built_at": _d("When it was built", TS),
+    },
+    "ops.build_scope": {
+        "build_id": _d("The run (ops.runs) this plan belongs to", LABEL),
+        "full_rebuild": _d("True when every table was rebuilt whole", BOOL),
+        "reason": _d("Why the rebuild was full (first build, new price sheet or catalog file, settings changed, asked for), or 'incremental'", LABEL),
+        "days": _d("Incremental: the UTC days every incremental table replaced (new files' days, requested partitions, gap days, closed over tasks)", DAY),
+        "halo_days": _d("Days a self-hosted call's interval can reach back; usage-basis tables replace the days +- this", COUNT),
+        "full_tables": _d("Tables rebuilt whole in an incremental run (their SQL changed, or they feed from one that did)", LABEL),
+        "planned_at": _d("When the plan was made", TS),
     },
 
 }

@@ -226,13 +226,15 @@ def _halo(con: duckdb.DuckDBPyConnection) -> int:
     return 1 + int((ms or 0) // 86_400_000)
 
 
-def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: list[dt.date] | None = None) -> Scope:
-    """Decide this build's scope and store it in ops.build_scope (replacing an earlier plan)."""
+def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: list[dt.date] | None = None,
+         full: bool = False) -> Scope:
+    """Decide this build's scope and store it in ops.build_scope (replacing an earlier plan).
+    ``full`` (or the environment variable THINKTAX_FULL_REBUILD) asks for a full rebuild."""
     from warehouse.transform import load_models  # noqa: PLC0415 - transform imports this module
 
     models = load_models()
-    reason = ""
-    if os.environ.get(FULL_ENV, "").strip() not in ("", "0", "false", "no"):
+    reason = "a full rebuild was asked for" if full else ""
+    if not reason and os.environ.get(FULL_ENV, "").strip() not in ("", "0", "false", "no"):
         reason = f"{FULL_ENV} is set"
     stale, why = _stale(con, models)
     reason = reason or why

@@ -44,3 +44,32 @@ def test_bad_flags_exit_2_before_running(tmp_path: Path, capsys, flags, message)
     assert main(args) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "wh.duckdb").exists()
+
+
+def _scope(wh: Path) -> tuple:
+    from warehouse.db import read_only  # noqa: PLC0415
+
+    with read_only(wh) as con:
+        return con.execute("SELECT full_rebuild, reason, days FROM ops.build_scope").fetchall()[0]
+
+
+def test_runs_rebuild_the_days_new_files_touch_or_everything_when_asked(mini_landing: Path, tmp_path: Path):
+    wh = tmp_path / "wh.duckdb"
+    base = ["run", "--landing", str(mini_landing), "--warehouse", str(wh), "--quiet", "--days", "2026-07-01:2026-07-01"]
+    assert main(base) == 0
+    assert _scope(wh)[:2] == (True, "no earlier build of the SQL models")
+    # a late call of task t1 (2026-06-30): that day and the requested one are rebuilt, nothing else
+    (mini_landing / "telemetry" / "requests" / "late.jsonl").write_text(
+        '{"ts":"2026-06-30T12:00:00Z","request_id":"r6","model":"o3","provider":"openai","task_id":"t1",'
+        '"usage":{"prompt_tokens":100,"completion_tokens":10}}\n')
+    assert main(base) == 0
+    assert _scope(wh) == (False, "incremental", [dt.date(2026, 6, 30), dt.date(2026, 7, 1)])
+    assert main([*base, "--full-rebuild"]) == 0
+    assert _scope(wh)[:2] == (True, "a full rebuild was asked for")
+    assert main(base) == 0  # and the next plain run is incremental again (nothing new: no day but the requested one)
+    assert _scope(wh) == (False, "incremental", [dt.date(2026, 7, 1)])
+    from warehouse.db import read_only  # noqa: PLC0415
+
+    with read_only(wh) as con:
+        # r6 inherits t1's team; the task now has three calls (r1, r4, r6)
+        assert con.execute("SELECT team, calls FROM marts.task_costs WHERE task_id = 't1'").fetchall() == [("search", 3)]

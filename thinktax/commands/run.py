@@ -18,7 +18,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="thinktax.toml (default $THINKTAX_CONFIG or ./thinktax.toml if present)")
     p.add_argument("--days", metavar="FIRST:LAST",
                    help="daily partitions (UTC) to run, e.g. 2026-11-01:2026-11-30 (default: yesterday). "
-                        "Every run rebuilds all days from staging, so re-running days replaces them")
+                        "Re-running days rebuilds them from staging: it replaces them, never duplicates them")
+    p.add_argument("--full-rebuild", action="store_true",
+                   help="rebuild every table whole instead of only the days new files touch "
+                        "(same result; for after a manual change to the staging tables)")
     p.add_argument("--as-of", metavar="DAY", help="end the alert's spend window on this UTC day (default: the latest day with calls)")
     p.add_argument("--quiet", action="store_true", help="no progress display and no summary")
 
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"thinktax: --as-of: expected a day as YYYY-MM-DD, got {args.as_of!r}", file=sys.stderr)
         return 2
-    with run_options(RunOptions(days=days, as_of=as_of)):
+    with run_options(RunOptions(days=days, as_of=as_of, full_rebuild=getattr(args, "full_rebuild", False))):
         outcome = run_with_progress(landing, warehouse, args.config, quiet=args.quiet)
     if not outcome.success:
         return 1
