@@ -86,15 +86,31 @@ WITH src AS (
     -- blank lines (LF or CRLF) are not records (a regex, not trim(): trim copies every line)
     SELECT line, raw FROM lines WHERE NOT regexp_full_match(raw, '[ \t\r]*')
 ),
-valid AS (
-    SELECT line, raw, CASE WHEN json_valid(raw) THEN raw END AS json_raw FROM src
+parsed_once AS (
+    -- one JSON parse per good line: a line json_transform read (valid JSON) that starts with '{{'
+    -- is an object; only the other lines are diagnosed with json_valid / json_type
+    SELECT line, raw, j0, j0 IS NOT NULL AND starts_with(raw, '{{') AS fast
+    FROM (SELECT line, raw, try(json_transform(raw, $structure)) AS j0 FROM src)
 ),
 objects AS (
-    SELECT line, raw, CASE WHEN json_type(json_raw) = 'OBJECT' THEN json_raw END AS obj FROM valid
+    SELECT line, raw, j0, fast,
+           CASE WHEN fast THEN true
+                WHEN json_valid(raw) THEN coalesce(json_type(raw) = 'OBJECT', false)
+                ELSE false END AS is_object
+    FROM parsed_once
 ),
 typed AS (
-    SELECT line, raw, obj IS NOT NULL AS is_object, json_type(obj, '$.usage') AS usage_type,
-           json_transform(obj, $structure) AS j
+    SELECT line, raw, is_object,
+           -- usage is an object if json_transform found any of its fields (a number, string or
+           -- array there leaves them all NULL); otherwise ask json_type
+           CASE WHEN NOT is_object THEN NULL
+                WHEN fast AND (j0.usage.prompt_tokens IS NOT NULL OR j0.usage.completion_tokens IS NOT NULL
+                               OR j0.usage.input_tokens IS NOT NULL OR j0.usage.output_tokens IS NOT NULL)
+                     THEN 'OBJECT'
+                ELSE json_type(raw, '$.usage') END AS usage_type,
+           -- a line json_transform failed on that is an object: read it again without try(), so
+           -- that its error stops the file exactly as before
+           CASE WHEN is_object THEN coalesce(j0, json_transform(raw, $structure)) END AS j
     FROM objects
 ),
 fields AS (
