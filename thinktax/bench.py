@@ -278,7 +278,7 @@ def nightly(results: Results, name: str, published: Path, landing: Path, setting
         with phase(results, f"{name}: ingest new day", log=log) as row:
             summary = Ingestor(con, landing).ingest()
             row.rows = summary.total("rows_loaded")
-            row.note = f"{len(summary.files)} landing files hashed, {len(summary.new_files)} new"
+            row.note = f"{len(summary.files)} landing files, {len(summary.new_files)} new (only new ones are read)"
         total += row.seconds
         with phase(results, f"{name}: rebuild", log=log) as row:
             scope = incremental.plan(con, build.build_id)

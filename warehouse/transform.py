@@ -83,6 +83,8 @@ def load_models() -> tuple[SqlModel, ...]:
 
 
 def _build_id(con: duckdb.DuckDBPyConnection) -> str | None:
+    if not incremental.has_table(con, "ops.settings"):  # a bare connection (tests): no build
+        return None
     rows = con.execute("SELECT build_id FROM ops.settings").fetchall()
     return rows[0][0] if rows else None
 

@@ -44,8 +44,8 @@ def test_failed_check_leaves_published_warehouse_untouched(mini_landing: Path, t
 
     real_build = transform.build
 
-    def broken(con, model):
-        rows = real_build(con, model)
+    def broken(con, model, scope=None):
+        rows = real_build(con, model, scope)
         if model.table == "core.self_hosted_allocation":
             con.execute("UPDATE core.self_hosted_allocation SET allocated_micro_usd = allocated_micro_usd + 1")
         return rows
