@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 
 import duckdb
 import numpy as np
@@ -110,7 +111,7 @@ typed AS (
                 ELSE json_type(raw, '$.usage') END AS usage_type,
            -- a line json_transform failed on that is an object: read it again without try(), so
            -- that its error stops the file exactly as before
-           CASE WHEN is_object THEN coalesce(j0, json_transform(raw, $structure)) END AS j
+           CASE WHEN fast THEN j0 WHEN is_object THEN coalesce(j0, json_transform(raw, $structure)) END AS j
     FROM objects
 ),
 fields AS (
@@ -125,11 +126,18 @@ fields AS (
            {int_raw}
     FROM typed
 ),
+plain AS (
+    -- most counts are plain digits (JSON 12 or "12"): up to 18 of them are read as BIGINT directly;
+    -- only the other values are trimmed and tested as whole numbers (12.0, " 12 ", 1e3, -1, ...)
+    SELECT *,
+           {int_plain}
+    FROM fields
+),
 whole AS (
     -- which integer fields are written as whole numbers (JSON 12, "12" or 12.0): tested once
     SELECT *,
            {int_whole}
-    FROM fields
+    FROM plain
 ),
 parsed AS (
     SELECT *,
@@ -194,7 +202,6 @@ SELECT line, CASE WHEN problem IS NOT NULL THEN raw END AS raw,  -- kept for rej
        uncached_input_tokens, cached_input_tokens, cache_write_tokens, thinking_tokens,
        completion_total - thinking_tokens AS output_tokens
 FROM judged
-ORDER BY line
 """
 
 _OUT_COLUMNS = [
@@ -204,16 +211,31 @@ _OUT_COLUMNS = [
 ]
 
 
+def _nonblank(expr: str) -> str:
+    """``nullif(trim(expr), '')`` without trim()'s copy of every string: an ASCII string (as many
+    bytes as characters) that neither starts nor ends with a space is already trimmed (trim()
+    removes Unicode space separators, and the only ASCII one is the space)."""
+    return (f"CASE WHEN strlen({expr}) = length({expr}) AND NOT starts_with({expr}, ' ') AND NOT ends_with({expr}, ' ') "
+            f"THEN nullif({expr}, '') ELSE nullif(trim({expr}), '') END")
+
+
 def _sql() -> str:
     int_raw = ",\n           ".join(f"{expr} AS {name}_raw" for name, (expr, _) in _INTS.items())
     # An integer field must be a whole number >= 0 (JSON 12 or "12"; 12.0 is accepted as 12).
     # try_cast: a number too long for BIGINT is a reject below, never a crash of the whole file.
+    int_plain = ",\n           ".join(
+        f"regexp_full_match({name}_raw, '[0-9]{{1,18}}') AS {name}_plain, "
+        f"CASE WHEN NOT {name}_plain THEN trim({name}_raw) END AS {name}_other"
+        for name in _INTS
+    )
+    # A plain value is a whole number whose BIGINT cast cannot fail; any other is a whole number
+    # if it matches below, and is read through DECIMAL(38,0) as before.
     int_whole = ",\n           ".join(
-        f"regexp_full_match(trim({name}_raw), '[0-9]+(\\.0+)?') AS {name}_whole" for name in _INTS
+        f"{name}_plain OR regexp_full_match({name}_other, '[0-9]+(\\.0+)?') AS {name}_whole" for name in _INTS
     )
     int_cast = ",\n           ".join(
-        f"CASE WHEN {name}_whole "
-        f"THEN TRY_CAST(TRY_CAST(trim({name}_raw) AS DECIMAL(38,0)) AS BIGINT) END AS {name}"
+        f"CASE WHEN {name}_plain THEN CAST({name}_raw AS BIGINT) WHEN {name}_whole "
+        f"THEN TRY_CAST(TRY_CAST({name}_other AS DECIMAL(38,0)) AS BIGINT) END AS {name}"
         for name in _INTS
     )
     int_checks = "\n            ".join(
@@ -222,7 +244,8 @@ def _sql() -> str:
         f"WHEN {name}_raw IS NOT NULL AND {name} IS NULL THEN struct_pack(f := '{path}', r := 'not a non-negative whole number: ' || {name}_raw)"
         for name, (_, path) in _INTS.items()
     )
-    return _SQL.format(int_raw=int_raw, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
+    sql = _SQL.format(int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
+    return re.sub(r"nullif\(trim\((j\.[a-z_.]+)\), ''\)", lambda m: _nonblank(m.group(1)), sql)
 
 
 _QUERY = _sql()
@@ -235,10 +258,15 @@ def sniff(data: bytes, name: str) -> bool:
 
 def _lines(data: bytes) -> pa.Table:
     """(line, raw): the text split at every "\n" exactly as ``str.split("\n")`` splits it (after
-    leading BOMs), built in Arrow from the newline offsets: no Python string per line."""
+    leading BOMs; without the empty part after a final "\n"), built in Arrow from the newline
+    offsets: no Python string per line."""
     while data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    buf = np.frombuffer(data + b"\n", dtype=np.uint8)  # the added "\n" ends the last line
+    if not data.endswith(b"\n"):
+        data += b"\n"  # ends the last line (a copy of the file, so only when it is needed)
+    # A file that ends in "\n" is read in place: str.split's empty last part is a blank line,
+    # which is not a record, so it is left out.
+    buf = np.frombuffer(data, dtype=np.uint8)
     ends = np.flatnonzero(buf == 10)
     offsets = np.zeros(len(ends) + 1, dtype=np.int64)
     offsets[1:] = ends + 1
@@ -258,7 +286,9 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     table = _lines(data)
     con = duckdb.connect()
     try:
-        con.execute("SET TimeZone = 'UTC'")
+        # rows come out in line order without an ORDER BY: the query only projects and filters one
+        # scan, and DuckDB keeps insertion order for that (the default, set here to say so)
+        con.execute("SET TimeZone = 'UTC'; SET preserve_insertion_order = true")
         con.register("lines", table)
         out = con.sql(
             _QUERY,
@@ -268,12 +298,13 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         con.close()
     if out.num_rows == 0:
         raise SourceFormatError("empty file: no JSON lines")
-    bad = out.filter(pc.is_valid(out["reject_reason"]))
-    good = out.filter(pc.is_null(out["reject_reason"])).select(_OUT_COLUMNS)
-    rejects = [
-        Reject(r["line"], r["reject_field"], r["reject_reason"], r["raw"][:2000])
-        for r in bad.select(["line", "reject_field", "reject_reason", "raw"]).to_pylist()
-    ]
+    reason = out["reject_reason"]
+    if reason.null_count == out.num_rows:  # no rejects (the usual file): no copy of the good rows
+        good, bad = out.select(_OUT_COLUMNS), []
+    else:
+        good = out.filter(pc.is_null(reason)).select(_OUT_COLUMNS)
+        bad = out.select(["line", "reject_field", "reject_reason", "raw"]).filter(pc.is_valid(reason)).to_pylist()
+    rejects = [Reject(r["line"], r["reject_field"], r["reject_reason"], r["raw"][:2000]) for r in bad]
     return Parsed(TABLE, good, rejects, "requests_jsonl")
 
 
