@@ -222,3 +222,24 @@ def test_a_call_reaching_back_over_midnight_rewrites_the_day_before(generated, t
     _run(full, landing, "full")
     got, want = _digest(wh), _digest(full)
     assert {t: v for t, v in got.items() if v != want[t]} == {}
+
+
+def test_a_model_out_of_memory_is_retried_with_the_larger_limit(tmp_path: Path, monkeypatch, caplog):
+    """quantile_disc keeps a group's values in memory: at a 20 MB limit it fails for real; the build
+    retries once at THINKTAX_MEMORY_LIMIT_RETRY and puts the configured limit back."""
+    import duckdb
+
+    import warehouse.transform as transform
+    from warehouse.db import connect
+
+    monkeypatch.setenv("THINKTAX_MEMORY_LIMIT", "20MB")
+    monkeypatch.setenv(transform.RETRY_ENV, "2GB")
+    con = connect(tmp_path / "w.duckdb")
+    con.execute("CREATE SCHEMA core")
+    model = transform.SqlModel("core", "big_quantile", "SELECT quantile_disc(random(), 0.5) AS q FROM range(20000000)",
+                               frozenset())
+    with pytest.raises(duckdb.OutOfMemoryException):
+        con.execute(f"CREATE TABLE core.direct AS {model.sql}")
+    assert transform.build(con, model) == 1
+    assert "out of memory at memory_limit 20MB" in caplog.text and "retrying with 2GB" in caplog.text
+    assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] in ("19.0 MiB", "20.0 MiB", "19.0 MB", "20.0 MB")

@@ -12,6 +12,8 @@ whole. Either way ``ops.model_builds`` records what the table was built from.
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -22,6 +24,8 @@ import duckdb
 
 from warehouse import incremental
 from warehouse.incremental import Scope
+
+log = logging.getLogger("thinktax.transform")
 
 SCHEMAS = ("core", "marts")
 _INCREMENTAL = re.compile(r"^--\s*incremental:\s*(day|month)\b(\s*,\s*halo\b)?", re.IGNORECASE | re.MULTILINE)
@@ -97,12 +101,47 @@ def _has_build_id(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     ).fetchall()[0][0] > 0
 
 
+# When a model does not fit in the build's memory limit (warehouse/db.py, 3 GB by default; DuckDB
+# spills most operators to disk, but not every aggregate state), it is retried once with this
+# limit instead of failing the run: THINKTAX_MEMORY_LIMIT_RETRY, default 80% of the machine's RAM
+# (DuckDB's own default).
+RETRY_ENV = "THINKTAX_MEMORY_LIMIT_RETRY"
+
+
+def _retry_limit() -> str:
+    if os.environ.get(RETRY_ENV):
+        return os.environ[RETRY_ENV]
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "16GB"
+    return f"{int(ram * 0.8) // (1 << 20)}MB"
+
+
 def build(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope | None = None) -> int:
     """(Re)build the model's table; returns its row count.
 
     Without a scope (or a full one, or a model that is not incremental) the table is recreated
     from its SELECT. With an incremental scope the rows of the scope's days are replaced.
+    A model that runs out of memory is retried once with a larger limit (``RETRY_ENV``).
     """
+    try:
+        return _build(con, model, scope)
+    except duckdb.OutOfMemoryException as exc:
+        from warehouse.db import MEMORY_LIMIT  # noqa: PLC0415
+
+        limit = os.environ.get("THINKTAX_MEMORY_LIMIT", MEMORY_LIMIT)
+        retry = _retry_limit()
+        log.warning("%s: out of memory at memory_limit %s (%s); retrying with %s",
+                    model.table, limit, str(exc).splitlines()[0], retry)
+        con.execute(f"SET memory_limit = '{retry}'")
+        try:
+            return _build(con, model, scope)
+        finally:
+            con.execute(f"SET memory_limit = '{limit}'")
+
+
+def _build(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope | None) -> int:
     build_id = _build_id(con)
     if model.view:
         schema, name = model.table.split(".")
