@@ -128,8 +128,10 @@ fields AS (
 ),
 plain AS (
     -- most counts are plain digits (JSON 12 or "12"): up to 18 of them are read as BIGINT directly;
-    -- only the other values are trimmed and tested as whole numbers (12.0, " 12 ", 1e3, -1, ...)
+    -- only the other values are trimmed and tested as whole numbers (12.0, " 12 ", 1e3, -1, ...);
+    -- ts_trim is trim(ts_raw) (see _trimmed)
     SELECT *,
+           {ts_trim} AS ts_trim,
            {int_plain}
     FROM fields
 ),
@@ -141,12 +143,20 @@ whole AS (
 ),
 parsed AS (
     SELECT *,
-           CASE WHEN regexp_full_match(trim(ts_raw), '-?[0-9]+(\\.[0-9]+)?')
+           -- epoch seconds/ms contain no ':', so ISO text skips the regex
+           CASE WHEN NOT contains(ts_raw, ':') AND regexp_full_match(ts_trim, '-?[0-9]+(\\.[0-9]+)?')
                 THEN to_timestamp(CASE WHEN abs(ts_raw::DOUBLE) > 1e11 THEN ts_raw::DOUBLE / 1000 ELSE ts_raw::DOUBLE END)
-                ELSE try_cast(trim(ts_raw) AS TIMESTAMPTZ) END AT TIME ZONE 'UTC' AS ts,
+                ELSE try_cast(ts_trim AS TIMESTAMPTZ) END AS ts_utc,
            try_cast(latency_raw AS DOUBLE) AS latency_ms, try_cast(ttft_raw AS DOUBLE) AS ttft_ms,
            {int_cast}
     FROM whole
+),
+timed AS (
+    -- the UTC wall clock of the instant: its microseconds since the epoch (same as AT TIME ZONE
+    -- 'UTC', without ICU's calendar per row); +-infinity still goes through AT TIME ZONE
+    SELECT *,
+           CASE WHEN isfinite(ts_utc) THEN make_timestamp(epoch_us(ts_utc)) ELSE ts_utc AT TIME ZONE 'UTC' END AS ts
+    FROM parsed
 ),
 shaped AS (
     SELECT *,
@@ -154,7 +164,7 @@ shaped AS (
                      OR provider = 'anthropic' THEN 'anthropic'
                 WHEN p_prompt_raw IS NOT NULL OR p_completion_raw IS NOT NULL THEN 'openai_chat'
                 ELSE 'openai_responses' END AS usage_shape
-    FROM parsed
+    FROM timed
 ),
 buckets AS (
     SELECT *,
@@ -211,12 +221,17 @@ _OUT_COLUMNS = [
 ]
 
 
-def _nonblank(expr: str) -> str:
-    """``nullif(trim(expr), '')`` without trim()'s copy of every string: an ASCII string (as many
-    bytes as characters) that neither starts nor ends with a space is already trimmed (trim()
-    removes Unicode space separators, and the only ASCII one is the space)."""
+def _trimmed(expr: str) -> str:
+    """``trim(expr)`` without trim()'s copy of every string: an ASCII string (as many bytes as
+    characters) that neither starts nor ends with a space is already trimmed (trim() removes
+    Unicode space separators, and the only ASCII one is the space)."""
     return (f"CASE WHEN strlen({expr}) = length({expr}) AND NOT starts_with({expr}, ' ') AND NOT ends_with({expr}, ' ') "
-            f"THEN nullif({expr}, '') ELSE nullif(trim({expr}), '') END")
+            f"THEN {expr} ELSE trim({expr}) END")
+
+
+def _nonblank(expr: str) -> str:
+    """``nullif(trim(expr), '')``, see _trimmed."""
+    return f"nullif({_trimmed(expr)}, '')"
 
 
 def _sql() -> str:
@@ -244,7 +259,8 @@ def _sql() -> str:
         f"WHEN {name}_raw IS NOT NULL AND {name} IS NULL THEN struct_pack(f := '{path}', r := 'not a non-negative whole number: ' || {name}_raw)"
         for name, (_, path) in _INTS.items()
     )
-    sql = _SQL.format(int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
+    ts_trim = _trimmed("ts_raw")
+    sql = _SQL.format(ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
     return re.sub(r"nullif\(trim\((j\.[a-z_.]+)\), ''\)", lambda m: _nonblank(m.group(1)), sql)
 
 
