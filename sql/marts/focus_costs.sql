@@ -24,15 +24,16 @@
 -- BillingPeriod = the calendar month of the charge for computed rows and API cost lines (an
 -- export's own billing period otherwise); BillingAccountId = the provider key when the source has
 -- no account id. x_Source is a FOCUS custom column (x_ prefix).
--- reads: core.call_costs, core.node_hours_cost, core.billed_lines, ops.settings
+-- reads: core.daily_call_totals, core.node_hours_cost, core.billed_lines, ops.settings
 WITH api_usage AS (
+    -- from core.daily_call_totals (the calls summed per day and price version), not every call
     SELECT day, provider, model,
            sum(cost_usd) AS cost_usd,
            sum(total_tokens) AS tokens,
-           count(*) AS calls,
+           CAST(sum(calls) AS BIGINT) AS calls,
            CASE WHEN count(DISTINCT price_version_id) = 1 THEN min(price_version_id) END AS price_version_id
-    FROM core.call_costs
-    WHERE serving = 'api' AND cost_usd IS NOT NULL
+    FROM core.daily_call_totals
+    WHERE serving = 'api' AND priced
     GROUP BY day, provider, model
 ),
 api_usage_rows AS (

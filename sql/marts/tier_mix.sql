@@ -3,17 +3,18 @@
 -- share_of_calls / share_of_cost are within (day, team). cost_at_target_mix_usd is what that
 -- tier would cost if the (day, team)'s calls followed the target mix at this tier's cost per call
 -- (the (day, team, tier)'s own average, or the tier's average over all data when it has no calls).
--- reads: core.call_costs, ops.settings
+-- reads: core.daily_call_totals, ops.settings
 WITH calls AS (
-    SELECT day, team, tier, cost_usd FROM core.call_costs
+    -- per day x team x tier (core.daily_call_totals: a few rows per day, not one per call)
+    SELECT day, team, tier, sum(calls) AS calls, sum(cost_usd) AS cost_usd FROM core.daily_call_totals GROUP BY ALL
 ),
 settings AS (
     SELECT * FROM ops.settings
 ),
 by_team AS (
-    SELECT day, team, tier, count(*) AS calls, sum(cost_usd) AS cost_usd FROM calls GROUP BY ALL
+    SELECT day, team, tier, CAST(calls AS BIGINT) AS calls, cost_usd FROM calls
     UNION ALL
-    SELECT day, '*' AS team, tier, count(*), sum(cost_usd) FROM calls GROUP BY ALL
+    SELECT day, '*' AS team, tier, CAST(sum(calls) AS BIGINT), sum(cost_usd) FROM calls GROUP BY ALL
 ),
 tiers AS (
     SELECT * FROM (VALUES ('fast'), ('medium'), ('full')) t(tier)
@@ -22,7 +23,7 @@ grid AS (
     SELECT DISTINCT b.day, b.team, t.tier FROM by_team b CROSS JOIN tiers t
 ),
 tier_avg AS (
-    SELECT tier, CAST(sum(cost_usd) / count(*) AS DOUBLE) AS avg_cost_per_call_usd FROM calls GROUP BY tier
+    SELECT tier, CAST(sum(cost_usd) / CAST(sum(calls) AS BIGINT) AS DOUBLE) AS avg_cost_per_call_usd FROM calls GROUP BY tier
 ),
 filled AS (
     SELECT g.day, g.team, g.tier, coalesce(b.calls, 0) AS calls, coalesce(b.cost_usd, 0) AS cost_usd,
