@@ -77,9 +77,15 @@ def print_summary(warehouse: Path, console: Console | None = None) -> None:
             "GROUP BY tier ORDER BY CASE tier WHEN 'fast' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END"
         ).fetchall()
         unpriced = con.sql("SELECT coalesce(sum(calls_or_hours), 0) FROM marts.unpriced_usage").fetchall()[0][0]
+        scope = con.sql("SELECT full_rebuild, reason, days FROM ops.build_scope").fetchall()
     total, thinking = spend
     console.print(f"[bold]thinktax[/bold] — {span[0]} to {span[1]}: {span[2]:,} calls in {span[3]:,} tasks")
     console.print(f"files: {files[0]} ingested; rows in {files[1] or 0:,} = loaded {files[2] or 0:,} + duplicate {files[3] or 0:,} + quarantined {files[4] or 0:,}")
+    if scope:
+        full, reason, days = scope[0]
+        days = days or []
+        span_text = f" ({days[0]}..{days[-1]})" if len(days) > 1 else (f" ({days[0]})" if days else "")
+        console.print(f"rebuild: full ({reason})" if full else f"rebuild: incremental, {len(days)} day(s) replaced{span_text}")
     share = (thinking / total * 100) if total else 0
     console.print(f"spend: {_usd(total)}, of which thinking {_usd(thinking)} ({share:.1f}%)  "
                   + "  ".join(f"{s}: {_usd(v)}" for s, v in by_source))

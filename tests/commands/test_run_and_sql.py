@@ -17,6 +17,7 @@ def test_run_publishes_and_sql_reads(mini_landing: Path, tmp_path: Path, capsys)
     assert "5 calls in 4 tasks" in out and "warehouse:" in out
     # cost of all calls = 0.20225 + 0.0028 + 0.0567 + 113.28 + 28.32 (tests/test_costs_hand_worked.py)
     assert "$141.86" in out
+    assert "rebuild: full (no earlier build of the SQL models)" in out
     assert main(["sql", "SELECT tier, sum(calls) AS calls FROM marts.tier_mix WHERE team = '*' GROUP BY tier ORDER BY tier",
                  "--warehouse", str(wh), "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
@@ -27,6 +28,9 @@ def test_run_publishes_and_sql_reads(mini_landing: Path, tmp_path: Path, capsys)
     assert capsys.readouterr().out.splitlines()[-1] == "9"
     assert main(["sql", "SELECT files_new FROM ops.runs ORDER BY started_at", "--warehouse", str(wh), "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines()[1:] == ["4", "0"]
+    # a third run, for one day that has calls: that day (and the days of its tasks) is replaced
+    assert main(["run", "--landing", str(mini_landing), "--warehouse", str(wh), "--days", "2026-07-01:2026-07-01"]) == 0
+    assert "rebuild: incremental, 1 day(s) replaced (2026-07-01)" in capsys.readouterr().out
 
 
 def test_sql_errors_are_clear(tmp_path: Path, capsys):
