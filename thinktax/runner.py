@@ -41,6 +41,14 @@ def dagster_home() -> Path:
     return home
 
 
+def export_paths(landing: Path, warehouse: Path, config: str | None) -> None:
+    """Tell the Dagster code (pipelines/defs/resources.py reads these at run time) where to work."""
+    os.environ["THINKTAX_LANDING"] = str(landing)
+    os.environ["THINKTAX_WAREHOUSE"] = str(warehouse)
+    if config:
+        os.environ["THINKTAX_CONFIG"] = str(Path(config).resolve())
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """What `thinktax run` may ask beyond the defaults."""
@@ -125,10 +133,7 @@ def run_pipeline(landing: Path, warehouse: Path, config: str | None, *,
     opts = _OPTIONS.get()
     days = days or opts.days or default_days()
     as_of = as_of or opts.as_of
-    os.environ["THINKTAX_LANDING"] = str(landing)
-    os.environ["THINKTAX_WAREHOUSE"] = str(warehouse)
-    if config:
-        os.environ["THINKTAX_CONFIG"] = str(Path(config).resolve())
+    export_paths(landing, warehouse, config)
     dagster_home()
     logging.getLogger("dagster").setLevel(logging.WARNING)
 
@@ -140,7 +145,9 @@ def run_pipeline(landing: Path, warehouse: Path, config: str | None, *,
     # The CLI reports a failure itself: the daemon (if one runs on this instance) must not retry it.
     tags = {"dagster/max_retries": "0", **part.pop("tags", {})}
     if opts.full_rebuild:
-        tags["thinktax/full_rebuild"] = "true"  # read by the ingest step's plan (pipelines/defs/warehouse_assets.py)
+        from warehouse.incremental import FULL_REBUILD_TAG  # noqa: PLC0415
+
+        tags[FULL_REBUILD_TAG] = "true"  # read by the ingest step's plan (pipelines/defs/warehouse_assets.py)
     run_config = job_run_config(as_of)
     with run_lock(warehouse), dg.DagsterInstance.get() as instance:
         job = defs.resolve_job_def("thinktax")

@@ -47,6 +47,8 @@ import duckdb
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 
 FULL_ENV = "THINKTAX_FULL_REBUILD"
+# Dagster run tag with the same meaning ("true"), set by `thinktax run --full-rebuild` or the launchpad.
+FULL_REBUILD_TAG = "thinktax/full_rebuild"
 MACROS = ("in_build_days", "in_build_context", "in_build_months")
 _MACRO = re.compile(r"\bcore\.(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)
 # A task whose calls span more days than this is closed over in at most this many passes.

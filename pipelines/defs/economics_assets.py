@@ -6,7 +6,10 @@ pure models/ package). Both run after the core tables they read and before publi
 left out with a warning naming it and why (also in the materialisation's metadata).
 """
 
+from collections.abc import Callable
+
 import dagster as dg
+import duckdb
 
 from pipelines.defs.resources import ThinktaxResource
 from pipelines.defs.warehouse_assets import SETTINGS
@@ -32,31 +35,30 @@ def _result(context: dg.AssetExecutionContext, built: Built) -> dg.MaterializeRe
     })
 
 
-@dg.asset(
-    key=GPU_SIZING,
-    deps=[SETTINGS, CALL_PROFILES, DIM_MODELS, DIM_DEPLOYMENTS],
-    group_name="marts",
-    kinds={"duckdb", "python"},
-    description="Whether and how each deployment's model fits its GPU set-up, on the model's observed p50 and "
-                "p95 call profiles (newest month). grain: model x gpu_type x gpus x precision x profile.",
-)
-def gpu_sizing(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
-    progress.report("build", "marts.gpu_sizing")
-    with thinktax.build(context.run.run_id).connect() as con:
-        built = build_gpu_sizing(con)
-    return _result(context, built)
+def _economics_asset(key: dg.AssetKey, deps: list[dg.AssetKey], description: str,
+                     builder: Callable[[duckdb.DuckDBPyConnection], Built]) -> dg.AssetsDefinition:
+    table = ".".join(key.path)
+
+    @dg.asset(key=key, deps=[SETTINGS, *deps], group_name="marts", kinds={"duckdb", "python"},
+              description=description)
+    def _asset(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
+        progress.report("build", table)
+        with thinktax.build(context.run.run_id).connect() as con:
+            built = builder(con)
+        return _result(context, built)
+
+    return _asset
 
 
-@dg.asset(
-    key=SELF_HOST_BREAKEVEN,
-    deps=[SETTINGS, CALL_PROFILES, DIM_MODELS, DIM_DEPLOYMENTS, GPU_PRICE_VERSIONS, CALL_COSTS],
-    group_name="marts",
-    kinds={"duckdb", "python"},
-    description="Self-hosting each candidate deployment against the model's observed API calls and spend: cost, "
-                "capacity, deployments needed, break-even volume, savings, verdict. grain: month x model x deployment.",
+gpu_sizing = _economics_asset(
+    GPU_SIZING, [CALL_PROFILES, DIM_MODELS, DIM_DEPLOYMENTS],
+    "Whether and how each deployment's model fits its GPU set-up, on the model's observed p50 and "
+    "p95 call profiles (newest month). grain: model x gpu_type x gpus x precision x profile.",
+    build_gpu_sizing,
 )
-def self_host_breakeven(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
-    progress.report("build", "marts.self_host_breakeven")
-    with thinktax.build(context.run.run_id).connect() as con:
-        built = build_self_host_breakeven(con)
-    return _result(context, built)
+self_host_breakeven = _economics_asset(
+    SELF_HOST_BREAKEVEN, [CALL_PROFILES, DIM_MODELS, DIM_DEPLOYMENTS, GPU_PRICE_VERSIONS, CALL_COSTS],
+    "Self-hosting each candidate deployment against the model's observed API calls and spend: cost, "
+    "capacity, deployments needed, break-even volume, savings, verdict. grain: month x model x deployment.",
+    build_self_host_breakeven,
+)

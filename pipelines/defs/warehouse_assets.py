@@ -37,8 +37,6 @@ SETTINGS = dg.AssetKey(["ops", "settings"])
 INGESTED = dg.AssetKey(["ops", "ingested_files"])
 QUARANTINE = dg.AssetKey(["ops", "quarantine"])
 PUBLISHED = dg.AssetKey(["ops", "published_warehouse"])
-# Run tag (launchpad / backfill): "true" rebuilds every table whole instead of only the touched days.
-FULL_REBUILD_TAG = "thinktax/full_rebuild"
 ALERTS = dg.AssetKey(["ops", "alerts"])  # the break-even alert (pipelines/defs/alerts.py)
 
 # First partition; days before it are still built, they just have no partition in the UI.
@@ -138,7 +136,7 @@ def ingest_landing(context: dg.AssetExecutionContext, thinktax: ThinktaxResource
         touched = record_new_file_days(con, build_.build_id)
         tags = dict(context.run.tags)
         scope = incremental.plan(con, build_.build_id, extra_days=requested_days(tags),
-                                 full=tags.get(FULL_REBUILD_TAG, "").lower() in ("1", "true", "yes"))
+                                 full=tags.get(incremental.FULL_REBUILD_TAG, "").lower() in ("1", "true", "yes"))
     new = summary.new_files
     for f in new:
         if f.status == "unreadable":

@@ -78,7 +78,7 @@ def stop_group(leader: subprocess.Popen, grace: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from thinktax.config import ConfigError, load_config, resolve_paths  # noqa: PLC0415
-    from thinktax.runner import dagster_home  # noqa: PLC0415
+    from thinktax.runner import dagster_home, export_paths  # noqa: PLC0415
 
     landing, warehouse = resolve_paths(args.landing, args.warehouse)
     try:
@@ -86,10 +86,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"thinktax: {exc}", file=sys.stderr)
         return 2
-    os.environ["THINKTAX_LANDING"] = str(landing)
-    os.environ["THINKTAX_WAREHOUSE"] = str(warehouse)
-    if args.config:
-        os.environ["THINKTAX_CONFIG"] = str(Path(args.config).resolve())
+    export_paths(landing, warehouse, args.config)
     home = dagster_home()
     cmd = [sys.executable, "-m", "dagster", "dev", "-h", args.host, "-p", str(args.port), "-m", "pipelines.definitions"]
 
