@@ -401,7 +401,12 @@ def _lines(data: bytes) -> pa.Table:
 
 
 def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
-    table = _lines(data)
+    good, rejects = run_lines(_lines(data), ctx)
+    return Parsed(TABLE, good, rejects, "requests_jsonl")
+
+
+def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False) -> tuple[pa.Table, list[Reject]]:
+    """The request query over a (line, raw) table: (good rows, rejects)."""
     con = duckdb.connect()
     try:
         # rows come out in line order without an ORDER BY: the query only projects and filters one
@@ -414,7 +419,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         ).to_arrow_table()
     finally:
         con.close()
-    if out.num_rows == 0:
+    if out.num_rows == 0 and not allow_empty:
         raise SourceFormatError("empty file: no JSON lines")
     reason = out["reject_reason"]
     if reason.null_count == out.num_rows:  # no rejects (the usual file): no copy of the good rows
@@ -423,7 +428,13 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         good = out.filter(pc.is_null(reason)).select(_OUT_COLUMNS)
         bad = out.select(["line", "reject_field", "reject_reason", "raw"]).filter(pc.is_valid(reason)).to_pylist()
     rejects = [Reject(r["line"], r["reject_field"], r["reject_reason"], r["raw"][:2000]) for r in bad]
-    return Parsed(TABLE, good, rejects, "requests_jsonl")
+    return good, rejects
 
 
-SPECS = [SourceSpec("telemetry/requests", "requests_jsonl", sniff, parse, key=("request_id",))]
+from sources import requests_batch  # noqa: E402  (uses run_lines above)
+
+# Batch result files first: they are JSONL with "usage" too, told apart by content.
+SPECS = [
+    *requests_batch.SPECS,
+    SourceSpec("telemetry/requests", "requests_jsonl", sniff, parse, key=("request_id",)),
+]
