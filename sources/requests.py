@@ -28,10 +28,13 @@ Gemini usageMetadata   promptTokenCount P (incl. cached C),       uncached P-C+U
 Pricing modifiers (columns of migration 100, all nullable; see docs/economics.md "Exact API cost"):
 
 * ``service_tier`` -- the tier the provider reports: top-level ``service_tier`` (OpenAI) or
-  ``usage.service_tier`` (Anthropic); ``default``/``auto``/``standard`` -> 'standard', ``flex``,
-  ``priority``, ``scale``, ``batch``; any other value is quarantined. NULL when not reported.
+  ``usage.service_tier`` (Anthropic): ``flex``, ``priority``, ``scale``, ``batch``; ``default`` /
+  ``auto`` / ``standard`` are the standard tier and stored as NULL, like a tier not reported (so a
+  call exported before and after thinktax read tiers is one row, not a conflict); any other value
+  is quarantined.
 * ``is_batch`` -- top-level ``batch``: a JSON ``true``/``false`` (anything else, e.g. ``"yes"``, is
-  quarantined); false when absent.
+  quarantined); stored true or NULL (false / absent).
+* The counts below are NULL where they are 0 or absent, for the same reason.
 * ``cache_write_1h_tokens`` -- ``usage.cache_creation.ephemeral_1h_input_tokens``, the 1-hour-TTL
   part of ``cache_write_tokens``. When ``cache_creation`` is given, 5m + 1h must equal
   ``cache_creation_input_tokens`` (else quarantined); without ``cache_creation_input_tokens`` the
@@ -253,7 +256,7 @@ buckets AS (
                 THEN coalesce(p_cache_write, CASE WHEN p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL
                                                   THEN coalesce(p_cw_5m, 0) + coalesce(p_cw_1h, 0) END, 0)
                 ELSE 0 END AS cache_write_tokens,
-           CASE usage_shape WHEN 'anthropic' THEN coalesce(p_cw_1h, 0) ELSE 0 END AS cache_write_1h_tokens,
+           CASE usage_shape WHEN 'anthropic' THEN p_cw_1h END AS cache_write_1h_tokens,
            CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_reasoning, 0)
                             WHEN 'openai_responses' THEN coalesce(p_resp_reasoning, 0)
                             -- Gemini: candidatesTokenCount excludes the thoughts
@@ -303,10 +306,12 @@ SELECT line, CASE WHEN problem IS NOT NULL THEN raw END AS raw,  -- kept for rej
        coalesce(task_id_raw, request_id) AS task_id, task_type, team, latency_ms, ttft_ms, usage_shape,
        uncached_input_tokens, cached_input_tokens, cache_write_tokens, thinking_tokens,
        completion_total - thinking_tokens AS output_tokens,
-       CASE tier_raw {tier_case} END AS service_tier,
-       coalesce(batch_raw = 'true', false) AS is_batch,
-       cache_write_1h_tokens, processing_region,
-       coalesce(p_web_search, web_search_calls, 0) AS web_search_requests,
+       -- NULL for "not reported or standard / none", so that a call logged before these columns
+       -- existed and the same call re-exported now are the same row (ingest dedupes on every value)
+       nullif(CASE tier_raw {tier_case} END, 'standard') AS service_tier,
+       CASE WHEN batch_raw = 'true' THEN true END AS is_batch,
+       nullif(cache_write_1h_tokens, 0) AS cache_write_1h_tokens, processing_region,
+       nullif(coalesce(p_web_search, web_search_calls), 0) AS web_search_requests,
        lower(trim(search_size_raw)) AS web_search_context_size
 FROM judged
 """

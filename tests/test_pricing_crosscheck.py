@@ -227,12 +227,18 @@ def priced(tmp_path_factory):
     assert bad == []
     got = {r[0]: r[1:] for r in con.sql(
         "SELECT request_id, cost_usd, price_model, price_basis FROM core.call_costs").fetchall()}
+    plain = con.sql(
+        "SELECT c.request_id, c.uncached_input_tokens, c.cached_input_tokens, c.cache_write_tokens, c.thinking_tokens, "
+        "c.output_tokens, c.cost_usd, v.input_usd_per_mtok, v.cached_input_usd_per_mtok, v.cache_write_usd_per_mtok, "
+        "v.reasoning_usd_per_mtok, v.output_usd_per_mtok FROM core.call_costs c "
+        "JOIN core.llm_price_versions v USING (price_version_id) "
+        "WHERE c.price_basis = 'standard' AND c.cache_write_1h_tokens = 0 AND c.web_search_requests = 0").fetchall()
     con.close()
-    return calls, got
+    return calls, got, plain
 
 
 def test_pipeline_matches_the_published_rules_call_by_call(priced):
-    calls, got = priced
+    calls, got, _ = priced
     assert len(got) == N_CALLS
     wrong = []
     for line, call, key, provider in calls:
@@ -247,7 +253,7 @@ def test_pipeline_matches_the_published_rules_call_by_call(priced):
 
 def test_the_generated_set_covers_every_modifier(priced):
     # not a vacuous check: the calls do exercise every basis the issue names
-    _, got = priced
+    _, got, _ = priced
     bases = {b for _, _, b in got.values()}
     for want in ("standard", "batch", "flex", "priority", "above_200k_tokens", "above_272k_tokens",
                  "above_128k_tokens", "above_200k_tokens+priority", "regional_eu", "regional_us", "batch+regional_eu"):
@@ -255,3 +261,13 @@ def test_the_generated_set_covers_every_modifier(priced):
     calls = [c for _, c, _, _ in priced[0]]
     assert sum(c["write_1h"] > 0 for c in calls) >= 20
     assert sum(c["searches"] > 0 for c in calls) >= 20
+
+
+def test_a_call_without_modifiers_costs_its_buckets_at_the_standard_version(priced):
+    # the property of before: uncached x input + cached x cached + write x write + thinking x reasoning
+    # + output x output, at the standard price version in force (core.llm_price_versions), per million
+    _, _, plain = priced
+    assert len(plain) >= 100
+    for rid, unc, cac, wr, th, out, cost, i, c, w, r, o in plain:
+        want = (unc * i + cac * c + wr * w + th * r + out * o) / 1_000_000
+        assert cost == want, rid

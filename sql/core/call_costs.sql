@@ -187,10 +187,31 @@ resolved AS (
            fee, fee_low, fee_high, up_eu, up_us
     FROM combo_rates
 ),
-standard_rates AS (
-    -- the same call at standard rates (no tier, no long context, no uplift): cost_at_standard_usd
-    SELECT price_provider, price_model, day, rate_w1 AS std_w1
-    FROM resolved WHERE tier = 'standard' AND lc IS NULL
+rate_table AS (
+    -- per (sheet model, day, requested tier, long-context kind, region): the rates of the call after
+    -- the regional uplift (every token rate x the sheet's multiplier for the region), its basis,
+    -- and the standard 1-hour write price (for cost_at_standard_usd); calls join it by equality
+    SELECT r.price_provider, r.price_model, r.day, r.tier, r.lc, g.region, r.tier_missing,
+           u.uplift IS NOT NULL OR r.lc IS NOT NULL OR r.priced_tier <> 'standard' AS modified,
+           coalesce(nullif(concat_ws('+', r.lc, nullif(r.priced_tier, 'standard'),
+                                     CASE WHEN u.uplift IS NOT NULL THEN 'regional_' || g.region END), ''),
+                    'standard') AS price_basis,
+           nullif(concat_ws('; ',
+               CASE WHEN r.tier_missing THEN 'service tier ' || r.tier || ' has no rate on the sheet: priced at standard' END,
+               CASE WHEN r.batch_derived THEN 'no batch rate on the sheet: 50% of the standard rates' END), '') AS rate_note,
+           CAST(r.rate_i * coalesce(u.uplift, 1) AS DECIMAL(38,18)) AS rate_input_usd_per_mtok,
+           CAST(r.rate_c * coalesce(u.uplift, 1) AS DECIMAL(38,18)) AS rate_cached_input_usd_per_mtok,
+           CAST(r.rate_w * coalesce(u.uplift, 1) AS DECIMAL(38,18)) AS rate_cache_write_usd_per_mtok,
+           CAST(r.rate_w1 * coalesce(u.uplift, 1) AS DECIMAL(38,18)) AS rate_cache_write_1h_usd_per_mtok,
+           CAST(r.rate_o * coalesce(u.uplift, 1) AS DECIMAL(38,18)) AS rate_output_usd_per_mtok,
+           CAST(r.rate_r * coalesce(u.uplift, 1) AS DECIMAL(38,18)) AS rate_reasoning_usd_per_mtok,
+           CAST(u.uplift AS DECIMAL(9,6)) AS regional_uplift,
+           r.fee, r.fee_low, r.fee_high, s.rate_w1 AS std_w1
+    FROM resolved r
+    CROSS JOIN (SELECT unnest([NULL, 'eu', 'us']) AS region) g
+    CROSS JOIN LATERAL (SELECT CASE g.region WHEN 'eu' THEN r.up_eu WHEN 'us' THEN r.up_us END AS uplift) u
+    JOIN resolved s ON s.price_provider = r.price_provider AND s.price_model = r.price_model AND s.day = r.day
+                   AND s.tier = 'standard' AND s.lc IS NULL
 ),
 calls AS (
     SELECT r.request_id, r.ts, CAST(r.ts AS DATE) AS day, date_trunc('hour', r.ts) AS hour,
@@ -200,13 +221,17 @@ calls AS (
            r.model AS reported_model, f.model,
            CASE WHEN r.node_id IS NULL THEN 'api' ELSE 'self_hosted' END AS serving,
            r.node_id, r.usage_shape, r.latency_ms, r.ttft_ms,
-           r.service_tier, coalesce(r.is_batch, false) AS is_batch, coalesce(r.cache_write_1h_tokens, 0) AS cache_write_1h_tokens,
+           -- as reported; an API call that reports none is on the standard tier
+           CASE WHEN r.node_id IS NULL THEN coalesce(r.service_tier, 'standard') ELSE r.service_tier END AS service_tier,
+           coalesce(r.is_batch, false) AS is_batch, coalesce(r.cache_write_1h_tokens, 0) AS cache_write_1h_tokens,
            r.processing_region, coalesce(r.web_search_requests, 0) AS web_search_requests, r.web_search_context_size,
            CASE WHEN coalesce(r.is_batch, false) OR r.service_tier = 'batch' THEN 'batch'
                 ELSE coalesce(r.service_tier, 'standard') END AS requested_tier,
            -- the largest long-context threshold the prompt exceeds (xAI bills from the threshold on)
-           list_filter(klc.thresholds, lambda x: r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens > x.n
-                       OR (f.price_provider = 'xai' AND r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens = x.n))[1].kind AS lc,
+           CASE WHEN klc.thresholds IS NOT NULL
+                THEN list_filter(klc.thresholds, lambda x: r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens > x.n
+                       OR (f.price_provider = 'xai' AND r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens = x.n))[1].kind
+           END AS lc,
            r.uncached_input_tokens, r.cached_input_tokens, r.cache_write_tokens, r.thinking_tokens, r.output_tokens,
            r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens AS prompt_tokens,
            r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens
@@ -227,46 +252,23 @@ calls AS (
     LEFT JOIN key_lcs klc ON klc.price_provider = f.price_provider AND klc.price_model = f.price_model AND klc.day = f.day
 ),
 priced AS (
-    SELECT c.*,
-           CASE c.processing_region WHEN 'eu' THEN p.up_eu WHEN 'us' THEN p.up_us END AS uplift,
-           p.priced_tier, p.tier_missing, p.batch_derived,
-           p.rate_i, p.rate_c, p.rate_w, p.rate_w1, p.rate_o, p.rate_r,
+    SELECT c.* EXCLUDE (requested_tier, lc),
+           p.price_basis, coalesce(p.tier_missing, false) AS tier_priced_as_standard,
+           CASE WHEN c.web_search_requests > 0 AND p.price_basis IS NOT NULL
+                     AND CASE c.web_search_context_size WHEN 'low' THEN coalesce(p.fee_low, p.fee)
+                              WHEN 'high' THEN coalesce(p.fee_high, p.fee) ELSE p.fee END IS NULL
+                THEN concat_ws('; ', p.rate_note, 'web search fee not on the sheet') ELSE p.rate_note END AS price_note,
+           p.rate_input_usd_per_mtok, p.rate_cached_input_usd_per_mtok, p.rate_cache_write_usd_per_mtok,
+           p.rate_cache_write_1h_usd_per_mtok, p.rate_output_usd_per_mtok, p.rate_reasoning_usd_per_mtok,
+           p.regional_uplift,
            CASE c.web_search_context_size WHEN 'low' THEN coalesce(p.fee_low, p.fee)
-                WHEN 'high' THEN coalesce(p.fee_high, p.fee) ELSE p.fee END AS fee_per_search,
-           s.std_w1
+                WHEN 'high' THEN coalesce(p.fee_high, p.fee) ELSE p.fee END AS usd_per_web_search,
+           coalesce(p.modified, false) AS modified, p.std_w1
     FROM calls c
-    LEFT JOIN resolved p
+    LEFT JOIN rate_table p
            ON c.node_id IS NULL AND p.price_provider = c.price_provider AND p.price_model = c.price_model
           AND p.day = c.day AND p.tier = c.requested_tier AND p.lc IS NOT DISTINCT FROM c.lc
-    LEFT JOIN standard_rates s
-           ON c.node_id IS NULL AND s.price_provider = c.price_provider AND s.price_model = c.price_model AND s.day = c.day
-),
-with_basis AS (
-    SELECT c.* EXCLUDE (requested_tier, lc, uplift, priced_tier, tier_missing, batch_derived, rate_i, rate_c, rate_w,
-                        rate_w1, rate_o, rate_r, fee_per_search, std_w1),
-           c.priced_tier IS NOT NULL AND (c.priced_tier <> 'standard' OR c.lc IS NOT NULL OR c.uplift IS NOT NULL)
-               AS modified,
-           CASE WHEN c.priced_tier IS NOT NULL
-                THEN coalesce(nullif(concat_ws('+', c.lc, nullif(c.priced_tier, 'standard'),
-                                               CASE WHEN c.uplift IS NOT NULL THEN 'regional_' || c.processing_region END), ''),
-                              'standard') END AS price_basis,
-           coalesce(c.tier_missing, false) AS tier_priced_as_standard,
-           nullif(concat_ws('; ',
-               CASE WHEN c.tier_missing THEN 'service tier ' || c.requested_tier || ' has no rate on the sheet: priced at standard' END,
-               CASE WHEN c.batch_derived THEN 'no batch rate on the sheet: 50% of the standard rates' END,
-               CASE WHEN c.web_search_requests > 0 AND c.price_version_id IS NOT NULL AND c.fee_per_search IS NULL
-                    THEN 'web search fee not on the sheet' END), '') AS price_note,
-           -- the rates used (USD per million tokens, after the regional uplift)
-           CAST(c.rate_i * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_input_usd_per_mtok,
-           CAST(c.rate_c * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_cached_input_usd_per_mtok,
-           CAST(c.rate_w * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_cache_write_usd_per_mtok,
-           CAST(c.rate_w1 * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_cache_write_1h_usd_per_mtok,
-           CAST(c.rate_o * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_output_usd_per_mtok,
-           CAST(c.rate_r * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_reasoning_usd_per_mtok,
-           CAST(c.uplift AS DECIMAL(9,6)) AS regional_uplift,
-           c.fee_per_search AS usd_per_web_search,
-           c.std_w1
-    FROM priced c
+          AND p.region IS NOT DISTINCT FROM CASE WHEN c.processing_region IN ('eu', 'us') THEN c.processing_region END
 ),
 costed AS (
     SELECT c.* EXCLUDE (input_usd_per_mtok, cached_input_usd_per_mtok, cache_write_usd_per_mtok,
@@ -278,26 +280,27 @@ costed AS (
              + CASE WHEN c.cache_write_1h_tokens > 0 THEN core.usd_for_tokens(c.cache_write_1h_tokens, c.std_w1) ELSE 0 END
              + core.usd_for_tokens(c.thinking_tokens, c.reasoning_usd_per_mtok)
              + core.usd_for_tokens(c.output_tokens, c.output_usd_per_mtok) AS std_token_cost_usd,
-           core.usd_for_tokens(c.uncached_input_tokens, c.rate_input_usd_per_mtok)
+           -- on the call's basis (only where it is not standard)
+           CASE WHEN c.modified THEN
+               core.usd_for_tokens(c.uncached_input_tokens, c.rate_input_usd_per_mtok)
              + core.usd_for_tokens(c.cached_input_tokens, c.rate_cached_input_usd_per_mtok)
              + core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.rate_cache_write_usd_per_mtok)
              + CASE WHEN c.cache_write_1h_tokens > 0 THEN core.usd_for_tokens(c.cache_write_1h_tokens, c.rate_cache_write_1h_usd_per_mtok) ELSE 0 END
              + core.usd_for_tokens(c.thinking_tokens, c.rate_reasoning_usd_per_mtok)
-             + core.usd_for_tokens(c.output_tokens, c.rate_output_usd_per_mtok) AS modified_token_cost_usd,
-           modified,
-           core.usd_for_tokens(c.thinking_tokens, c.reasoning_usd_per_mtok) AS std_thinking_cost_usd,
-           core.usd_for_tokens(c.thinking_tokens, c.rate_reasoning_usd_per_mtok) AS modified_thinking_cost_usd,
+             + core.usd_for_tokens(c.output_tokens, c.rate_output_usd_per_mtok) END AS modified_token_cost_usd,
+           CASE WHEN c.modified THEN core.usd_for_tokens(c.thinking_tokens, c.rate_reasoning_usd_per_mtok)
+                ELSE core.usd_for_tokens(c.thinking_tokens, c.reasoning_usd_per_mtok) END AS api_thinking_cost_usd,
+           c.modified,
            -- per-query fees (USD): 0 without searches; NULL when searches have no price on the sheet
            CASE WHEN c.serving <> 'api' THEN NULL
                 WHEN c.web_search_requests = 0 THEN CAST(0 AS DECIMAL(38,15))
                 ELSE CAST(c.web_search_requests * c.usd_per_web_search AS DECIMAL(38,15)) END AS request_fees_usd
-    FROM with_basis c
+    FROM priced c
 ),
 costed2 AS (
-    SELECT c.* EXCLUDE (std_token_cost_usd, modified_token_cost_usd, modified, std_thinking_cost_usd, modified_thinking_cost_usd),
+    SELECT c.* EXCLUDE (std_token_cost_usd, modified_token_cost_usd, modified),
            CASE WHEN c.modified THEN c.modified_token_cost_usd ELSE c.std_token_cost_usd END
              + CASE WHEN c.web_search_requests > 0 THEN coalesce(c.request_fees_usd, 0) ELSE 0 END AS api_cost_usd,
-           CASE WHEN c.modified THEN c.modified_thinking_cost_usd ELSE c.std_thinking_cost_usd END AS api_thinking_cost_usd,
            CAST(c.std_token_cost_usd + CASE WHEN c.web_search_requests > 0 THEN coalesce(c.request_fees_usd, 0) ELSE 0 END
                 AS DECIMAL(38,15)) AS api_cost_at_standard_usd
     FROM costed c

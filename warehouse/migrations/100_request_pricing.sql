@@ -1,9 +1,12 @@
 -- Pricing modifiers of a call (issue 14): what the provider reports about how a call was served,
 -- beyond its token buckets. Every column is nullable, so a parser that does not know a modifier
 -- leaves it NULL and the call is priced as before (standard tier, no uplift, no fee).
---   service_tier            the processing tier the provider REPORTS (not the one requested),
---                           normalised: 'standard' (from default/auto/standard), 'flex', 'priority',
---                           'scale', 'batch'; NULL = not reported (priced as standard)
+--   service_tier            the processing tier the provider REPORTS (not the one requested):
+--                           'flex', 'priority', 'scale', 'batch'; NULL = standard (default / auto /
+--                           standard) or not reported. The request parser stores the standard tier
+--                           and zero counts as NULL so that a call loaded before this migration and
+--                           the same call re-exported later dedupe as one row; another parser may
+--                           write 'standard' and 0 (they price the same).
 --   is_batch                made through a batch API (request line "batch": true, an OpenAI Batch
 --                           output file, an Anthropic Message Batches results file); NULL = false
 --   cache_write_1h_tokens   OF cache_write_tokens, the ones written with a 1-hour TTL (Anthropic
