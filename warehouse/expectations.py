@@ -204,6 +204,11 @@ def suites(now: dt.datetime) -> dict[str, Suite]:
             *usd_per_mtok("input_usd_per_mtok", "cached_input_usd_per_mtok", "cache_write_usd_per_mtok",
                           "output_usd_per_mtok", "reasoning_usd_per_mtok"),
             in_set("currency", ["USD"], "prices are stored in USD (other currencies converted with FX at parse)"),
+            *usd_per_mtok("cache_write_1h_usd_per_mtok"),
+            *[between(c, 0, 100, "a per-request fee in USD (a web search is $0.01-$0.05 per query)")
+              for c in ("usd_per_request_fee", "web_search_usd_per_query_low", "web_search_usd_per_query_high")],
+            *[between(c, 1, 10, "a regional-processing multiplier (1.1 = +10%)")
+              for c in ("regional_uplift_eu", "regional_uplift_us")],
             in_time("effective_from", next_year, "effective between 2015 and a year after the run"),
         )),
         Suite("stg.gpu_prices", (
