@@ -229,6 +229,9 @@ CASES = [
         (2, "service_tier", 'unknown service tier "turbo"'), (3, "batch", "not a JSON boolean"),
         (4, "usage.cache_creation", "= 200, not cache_creation_input_tokens = 300"),
         (5, "usage.server_tool_use.web_search_requests", NOT_WHOLE)))}, check=_pricing_modifiers),
+    # the same calls exported again with the tier, a zero 1-hour split and zero searches: duplicates, not conflicts
+    Case("req_reexport_with_tier_fields", "requests", {REQ + "a.jsonl": Out("loaded", 2, 2),
+                                                        REQ + "b.jsonl": Out("loaded", 3, 1, 2, 0)}),
     Case("req_openai_batch_output", "requests", {REQ + "batch_68a1_output.jsonl": Out("loaded", 4, 2, 0, 2, (
         (2, "response", "failed with status 400: Invalid model"), (4, "response", "completion window expired")))},
         check=_openai_batch),
