@@ -198,7 +198,8 @@ rate_table AS (
                     'standard') AS price_basis,
            nullif(concat_ws('; ',
                CASE WHEN r.tier_missing THEN 'service tier ' || r.tier || ' has no rate on the sheet: priced at standard' END,
-               CASE WHEN r.batch_derived THEN 'no batch rate on the sheet: 50% of the standard rates' END), '') AS rate_note,
+               CASE WHEN r.batch_derived AND r.lc IS NULL THEN 'no batch rate on the sheet: 50% of the standard rates'
+                    WHEN r.batch_derived THEN 'no long-context batch rate on the sheet: 50% of the ' || r.lc || ' rates' END), '') AS rate_note,
            CAST(r.rate_i * coalesce(u.uplift, 1) AS DECIMAL(38,18)) AS rate_input_usd_per_mtok,
            CAST(r.rate_c * coalesce(u.uplift, 1) AS DECIMAL(38,18)) AS rate_cached_input_usd_per_mtok,
            CAST(r.rate_w * coalesce(u.uplift, 1) AS DECIMAL(38,18)) AS rate_cache_write_usd_per_mtok,
