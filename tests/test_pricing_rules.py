@@ -7,6 +7,7 @@ Rates used (USD per million tokens, from the snapshot's per-token fields x 10^6)
   gpt-5.4                 standard 2.5 / 0.25 / 15; batches 1.25 / - / 7.5; priority 5 / 0.5 / 30;
                           above_272k_tokens 5 / 0.5 / 22.5; regional uplift eu 1.1, us 1.1
   gpt-4.1                 standard 2 / 0.5 / 8; batches 1 / - / 4
+  xai/grok-4-1-fast-reasoning  0.2 / 0.05 / 0.5; above_128k_tokens 0.4 / - / 1
   gpt-4o-search-preview   2.5 / 1.25 / 10; web search per query low 0.03, medium 0.035, high 0.05
   claude-sonnet-4-5       3 / read 0.3 / write 3.75 / 1h write 6 / output 15; no batch rates;
                           above_200k_tokens 6 / 0.6 / 7.5 / 1h 12 / 22.5; web search 0.01 per query
@@ -78,6 +79,8 @@ CALLS = [
     anth("lc_edge", "claude-sonnet-4-5", 200_000, 0, 0, 1_000),
     gem("lc_gemini_priority", 300_000, 100_000, 1_000, 3_000, service_tier="priority"),
     chat("lc_gpt54_priority", "gpt-5.4", 300_000, 0, 1_000, 0, service_tier="priority"),
+    chat("lc_gpt54_batch", "gpt-5.4", 300_000, 0, 1_000, 0, batch=True),
+    {**chat("lc_xai_at_threshold", "xai/grok-4-1-fast-reasoning", 128_000, 0, 1_000, 0), "provider": "xai"},
     # ---- 4. 1-hour cache writes
     anth("ttl_1h", "claude-opus-4-1", 1_000, 0, 10_000, 100,
          cache_creation={"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 10_000}),
@@ -152,6 +155,12 @@ EXPECTED = {
     # gpt-5.4 priority over 272k, no combined rate: the long-context rate 300,000 x 5 + 1,000 x 22.5 = 1.5225
     #   standard 300,000 x 2.5 + 1,000 x 15 = 0.765
     "lc_gpt54_priority": ("1.5225", "above_272k_tokens+priority", "0.765"),
+    # gpt-5.4 batch over 272k: the sheet has no long-context batch rate -> 50% of the long-context rates
+    #   300,000 x 2.5 + 1,000 x 11.25 = 0.75 + 0.01125 = 0.76125
+    "lc_gpt54_batch": ("0.76125", "above_272k_tokens+batch", "0.765"),
+    # xAI bills the higher tier from the threshold on (LiteLLM's inclusive providers): exactly 128,000
+    #   -> 128,000 x 0.4 + 1,000 x 1 = 0.0512 + 0.001 = 0.0522; standard 128,000 x 0.2 + 1,000 x 0.5 = 0.0261
+    "lc_xai_at_threshold": ("0.0522", "above_128k_tokens", "0.0261"),
     # Opus 4.1 1-hour writes at 30 (= 2 x 15): 1,000 x 15 + 10,000 x 30 + 100 x 75 = 0.015 + 0.3 + 0.0075 = 0.3225
     "ttl_1h": ("0.3225", "standard", "0.3225"),
     # Sonnet 4 over 200k, the sheet has no long-context 1-hour price: 2 x 6 = 12
@@ -221,6 +230,7 @@ def test_flags_notes_and_fees(con):
     assert rows["flex_chat"][:2] == (False, None)
     assert rows["batch_half"][1] == "no batch rate on the sheet: 50% of the standard rates"
     assert rows["batch_sheet"][1] is None  # the sheet has gpt-5.4 batch rates
+    assert rows["lc_gpt54_batch"][1] == "no long-context batch rate on the sheet: 50% of the above_272k_tokens rates"
     assert rows["fees_anthropic"][2] == D("0.03") and rows["fees_openai_high"][2] == D("0.1")
     assert rows["flex_chat"][2] == 0
     # the reported tier is kept as reported; batch files are batch calls
