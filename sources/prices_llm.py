@@ -392,7 +392,8 @@ def _litellm_extras(out: _Rows, entry: dict, kinds: dict) -> tuple[dict[str, dic
     """Modifier columns per price kind: the 1-hour cache write price of a kind also goes on that
     kind's row (its 'cache_1hr' row is still written as before), and the standard row carries the
     web-search per-query fees (``search_context_cost_per_query``; medium, else the only size given,
-    is ``usd_per_request_fee``) and ``regional_processing_uplift_multiplier_<eu|us>``.
+    is ``usd_per_request_fee``) and the regional uplifts ``regional_processing_uplift_multiplier_<eu|us>``
+    (OpenAI), else ``provider_specific_entry.<eu|us>`` (Anthropic's inference_geo multiplier).
     Returns (columns by kind, bad field by kind)."""
     extras: dict[str, dict[str, Decimal]] = {}
     bad: dict[str, tuple] = {}
@@ -426,13 +427,22 @@ def _litellm_extras(out: _Rows, entry: dict, kinds: dict) -> tuple[dict[str, dic
             given = [std[c] for c in FEE_COLUMNS[1:] if c in std]
             if given:
                 std["usd_per_request_fee"] = min(given)
+    specific = entry.get("provider_specific_entry")
+    specific = specific if isinstance(specific, dict) else {}
     for region in ("eu", "us"):
+        # OpenAI data residency: regional_processing_uplift_multiplier_<region>; Anthropic
+        # (usage.inference_geo): provider_specific_entry.<region> (LiteLLM reads both)
         field = f"regional_processing_uplift_multiplier_{region}"
-        if entry.get(field) is None:
+        if entry.get(field) is None and specific.get(region) is not None:
+            field = f"provider_specific_entry.{region}"
+            value = specific[region]
+        elif entry.get(field) is None:
             continue
-        mult, reason = out.uplift(entry[field])
+        else:
+            value = entry[field]
+        mult, reason = out.uplift(value)
         if reason:
-            bad.setdefault("standard", (field, entry[field], reason))
+            bad.setdefault("standard", (field, value, reason))
         else:
             std[f"regional_uplift_{region}"] = mult
     return extras, bad

@@ -14,7 +14,8 @@ The rules, as implemented below (docs/economics.md "Exact API cost" gives the pr
   call's context size;
 * cached / cache-write default to the input rate, reasoning to the output rate; a 1-hour cache write
   without a price is 2 x the input rate;
-* regional uplift multiplies every token rate; web search: queries x the per-query price of the
+* regional uplift (``regional_processing_uplift_multiplier_<region>``, else Anthropic's
+  ``provider_specific_entry.<region>``) multiplies every token rate; web search: queries x the per-query price of the
   context size (medium when not given).
 """
 
@@ -42,6 +43,7 @@ MODELS = [  # (sheet key, request provider, usage shapes)
     ("gpt-4o-search-preview", "openai", ("responses",)),
     ("claude-sonnet-4-5", "anthropic", ("anthropic",)), ("claude-sonnet-4-20250514", "anthropic", ("anthropic",)),
     ("claude-opus-4-1", "anthropic", ("anthropic",)), ("claude-haiku-4-5", "anthropic", ("anthropic",)),
+    ("claude-opus-4-6", "anthropic", ("anthropic",)),
     ("gemini/gemini-2.5-pro", "gemini", ("gemini",)), ("gemini/gemini-2.5-flash", "gemini", ("gemini",)),
     ("deepseek/deepseek-reasoner", "deepseek", ("chat",)), ("xai/grok-4-1-fast-reasoning", "xai", ("chat",)),
 ]
@@ -109,7 +111,9 @@ def expected_cost(e: dict, provider: str, c: dict) -> D:
         r = batch("output_cost_per_reasoning_token", r)
         w1 = (_get(e, f"cache_creation_input_token_cost_above_1hr{lc}_batches") if lc
               else _get(e, "cache_creation_input_token_cost_above_1hr_batches")) or w1 / 2
-    up = _get(e, f"regional_processing_uplift_multiplier_{c['region']}") if c["region"] else None
+    up = None
+    if c["region"]:
+        up = _get(e, f"regional_processing_uplift_multiplier_{c['region']}") or _get(e.get("provider_specific_entry") or {}, c["region"])
     up = up or D(1)
     tokens = (c["uncached"] * i + c["cached"] * cr + (c["write"] - c["write_1h"]) * w + c["write_1h"] * w1
               + c["thinking"] * r + c["output"] * o) * up
@@ -256,8 +260,10 @@ def test_the_generated_set_covers_every_modifier(priced):
     _, got, _ = priced
     bases = {b for _, _, b in got.values()}
     for want in ("standard", "batch", "flex", "priority", "above_200k_tokens", "above_272k_tokens",
-                 "above_128k_tokens", "above_200k_tokens+priority", "regional_eu", "regional_us", "batch+regional_eu"):
+                 "above_128k_tokens", "above_200k_tokens+priority", "regional_eu", "regional_us"):
         assert want in bases, (want, sorted(bases))
+    assert any(b.startswith("batch+regional_") for b in bases), sorted(bases)
+    assert any(b.startswith("above_") and "+batch" in b for b in bases), sorted(bases)
     calls = [c for _, c, _, _ in priced[0]]
     assert sum(c["write_1h"] > 0 for c in calls) >= 20
     assert sum(c["searches"] > 0 for c in calls) >= 20

@@ -13,6 +13,7 @@ Rates used (USD per million tokens, from the snapshot's per-token fields x 10^6)
                           above_200k_tokens 6 / 0.6 / 7.5 / 1h 12 / 22.5; web search 0.01 per query
   claude-sonnet-4-20250514  as claude-sonnet-4-5 but no 1-hour price above 200k tokens
   claude-opus-4-1         15 / 1.5 / 18.75 / 1h 30 / 75
+  claude-opus-4-6         5 / 0.5 / 6.25 / 1h 10 / 25; provider_specific_entry us 1.1 (Anthropic US-only inference)
   gemini/gemini-2.5-pro   1.25 / 0.125 / 10; above_200k_tokens 2.5 / 0.25 / 15;
                           above_200k_tokens_priority 2.5 / - / 15
 Published rules: OpenAI flex / priority / batch processing are priced per tier (batch: 50% off);
@@ -90,6 +91,7 @@ CALLS = [
     resp("region_eu", "gpt-5.4", 1_000, 0, 1_000, 0, region="eu"),
     resp("region_us_batch", "gpt-5.4", 1_000, 0, 1_000, 0, usage_extra={"inference_geo": "us"}, batch=True),
     anth("region_global", "claude-sonnet-4-5", 1_000, 0, 0, 1_000, inference_geo="global"),
+    anth("region_anthropic_us", "claude-opus-4-6", 1_000, 0, 0, 1_000, inference_geo="us"),
     # ---- 6. per-request fees
     anth("fees_anthropic", "claude-sonnet-4-5", 1_000, 0, 0, 1_000, server_tool_use={"web_search_requests": 3}),
     resp("fees_openai_high", "gpt-4o-search-preview", 1_000, 0, 500, 0,
@@ -171,6 +173,9 @@ EXPECTED = {
     "region_eu": ("0.01925", "regional_eu", "0.0175"),
     # batch + US: 1,000 x 1.25 x 1.1 + 1,000 x 7.5 x 1.1 = 0.001375 + 0.00825 = 0.009625
     "region_us_batch": ("0.009625", "batch+regional_us", "0.0175"),
+    # Opus 4.6 served in the US (usage.inference_geo, the sheet's provider_specific_entry us 1.1):
+    #   1,000 x 5 x 1.1 + 1,000 x 25 x 1.1 = 0.0055 + 0.0275 = 0.033; standard 0.005 + 0.025 = 0.03
+    "region_anthropic_us": ("0.033", "regional_us", "0.03"),
     # 'global' has no multiplier on the sheet: standard 0.018
     "region_global": ("0.018", "standard", "0.018"),
     # 3 web searches x 0.01 + 0.018 tokens = 0.048 (fees also in the standard cost)
