@@ -118,14 +118,14 @@ def _setting(con: duckdb.DuckDBPyConnection, column: str, default: int) -> int:
     cols = {r[0] for r in con.execute("DESCRIBE ops.settings").fetchall()}
     if column not in cols:
         return default
-    value = con.execute(f"SELECT {column} FROM ops.settings").fetchone()[0]
+    value = con.execute(f"SELECT {column} FROM ops.settings").fetchall()[0][0]
     return default if value is None else int(value)
 
 
 def _has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     schema, name = table.split(".")
     return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                            [schema, name]).fetchone()[0])
+                            [schema, name]).fetchall()[0][0])
 
 
 # --------------------------------------------------------------------------- spend forecast
@@ -164,7 +164,7 @@ def dense(points: list[tuple[dt.date, float]], last_day: dt.date) -> tuple[dt.da
 
 
 def spend_forecast_rows(con: duckdb.DuckDBPyConnection, build_id: str | None, skipped: list[str]) -> list[dict[str, Any]]:
-    last_day = con.execute("SELECT max(day) FROM core.call_costs").fetchone()[0]
+    last_day = con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
     if last_day is None:
         skipped.append("spend_forecast: no calls in the warehouse")
         return []
@@ -287,7 +287,7 @@ def pairs(con: duckdb.DuckDBPyConnection, cands: list[Candidate]) -> list[tuple[
 
 def peak_calls(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, tuple[int, int]], dt.date | None]:
     """model -> (p99 over the last 30 days' hours of the hourly p99 concurrency, hours counted)."""
-    end = con.execute("SELECT max(day) FROM core.call_costs").fetchone()[0]
+    end = con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
     if end is None or not _has(con, "marts.peak_concurrency"):
         return {}, end
     rows = con.execute(
@@ -417,7 +417,7 @@ def breakeven_outlook_rows(con: duckdb.DuckDBPyConnection, build_id: str | None,
         for r in _records(con, f"SELECT scope_value AS model, month, forecast_usd, hi95_usd, lo95_usd FROM {SPEND_FORECAST} "
                                "WHERE scope = 'model' AND serving = 'api' ORDER BY month"):
             fc.setdefault(r["model"], []).append(r)
-    last_day = con.execute("SELECT max(day) FROM core.call_costs").fetchone()[0]
+    last_day = con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
     last_full: dict[str, tuple[dt.date, Decimal]] = {}
     if last_day is not None:
         full = month_start(last_day) if last_day == month_end(last_day) else month_start(month_start(last_day) - dt.timedelta(days=1))
