@@ -18,7 +18,10 @@ Choice: each candidate is backtested on the series itself. A window holds back `
     origins = n − 30, n − 37, ... (every ``BACKTEST_STEP_DAYS``), while at least ``MIN_TRAIN_DAYS``
               (14) days are left to fit on; at most ``MAX_BACKTEST_WINDOWS`` (3)
 
-The candidate with the lowest MAPE (ties: the simpler one) is refitted on the whole series. Its
+The candidate with the lowest MAPE (ties: the simpler one) is refitted on the whole series. With a
+single window (44 to 50 days of history) the choice is not made: ETS(A,N,N) is used and says so in
+``method`` (one window that holds a level shift, such as a price cut, would pick a trend that runs
+spend to 0 within months; the demo's o3 series did exactly that). Its
 intervals come from ``PATHS`` (1,000) simulated sample paths (normal errors with the fitted
 variance, seeded: the same input gives the same output): each path is clipped at 0 per day (spend
 is never negative), summed per month, and the 10th/90th and 2.5th/97.5th percentiles of the sums are
@@ -53,6 +56,7 @@ BACKTEST_DAYS = 30
 BACKTEST_STEP_DAYS = 7
 MIN_TRAIN_DAYS = 14
 MAX_BACKTEST_WINDOWS = 3
+MIN_WINDOWS_TO_CHOOSE = 2
 PATHS = 1000
 SEED = 20261203
 Z80, Z95 = 1.2815515655446004, 1.959963984540054
@@ -215,9 +219,14 @@ def forecast_daily(first_day: dt.date, values: np.ndarray | list[float], last_da
 
     tested = {name: backtest(y, name, seed) for name in CANDIDATES} if n >= MIN_TRAIN_DAYS + BACKTEST_DAYS else {}
     scored = [(bt.mape_pct, i, name) for i, (name, bt) in enumerate(tested.items()) if bt.mape_pct is not None]
-    if scored:
+    if scored and tested["ETS(A,N,N)"].windows >= MIN_WINDOWS_TO_CHOOSE:
         name = min(scored)[2]
         method, bt = name, tested[name]
+    elif scored:
+        # one held-back window is too little to prefer a trend: a level shift (a price cut, a node
+        # added) inside it reads as a trend that runs spend to 0 or doubles it within months
+        name = "ETS(A,N,N)"
+        method, bt = f"{name} (1 backtest window: no trend chosen)", tested[name]
     else:
         name = "ETS(A,N,N)"
         method, bt = f"{name} (no backtest)", Backtest()
