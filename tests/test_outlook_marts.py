@@ -140,3 +140,14 @@ def test_outlook_expects_the_crossing_this_month_and_warns_once(con):
     assert ahead["crossing_month_expected"] == "2026-06-01" and ahead["deployment"] == "d-tiny"
     delivered = con.sql("SELECT alert, model FROM ops.alerts WHERE delivered ORDER BY alert").fetchall()
     assert delivered == [("breakeven_ahead", "api-model -> tiny-model"), ("budget_soft", "search 2026-06")]
+
+
+def test_report_shows_forecast_outlook_and_budget_burn_down(con):
+    from thinktax import report  # noqa: PLC0415
+
+    html = report.build_html(con)
+    assert "Spend forecast" in html and "fallback_mean_rate" in html
+    # the outlook row: api-model moved to tiny-model on d-tiny, $0.04 a month (0.0365 rounded), expected 2026-06
+    assert "tiny-model (thinking ×2, output ×1)" in html and "2026-06" in html and "within_horizon" in html
+    # budget burn-down of June: search runs out on the 15th
+    assert "Budget burn-down 2026-06" in html and "runs out 2026-06-15" in html

@@ -596,7 +596,7 @@ COLUMNS.update({
         "p95_profile_tokens": _d("prompt + thinking + output tokens of the month's p95 profile", TOKENS),
         "kv_bytes_per_token_bf16": _d("KV bytes one token holds at bf16 (core.call_kv)", "bytes per token"),
         "kv_gb_p99_at_p95_profile": _d("p99_concurrent_calls x p95_profile_tokens x kv_bytes_per_token_bf16 / 1e9", "GB (10^9 bytes)"),
-        "calls_without_latency": _d("Calls of the model left out for lack of latency_ms (whole history)", COUNT),
+        "calls_without_latency": _d("Calls of the model that day left out for lack of latency_ms", COUNT),
     },
     "marts.budget_status": {
         "team": _d("Team (budgets.csv)", LABEL),

@@ -32,8 +32,8 @@ calls of the deployment's model, ``models.breakeven.evaluate`` with the observed
 spend (unpriced calls, see ``marts.unpriced_usage``, are left out of both), the month's p95
 profile deciding ``fits`` and the p50 profile the estimated capacity. ``deployments_needed`` and
 ``savings_usd`` are NULL where the verdict is ``infeasible``. ``offer`` names the price sheet row a
-sheet-priced deployment took (``provider/region/instance_type/pricing``, the cheapest on-demand one;
-``marts.deployment_offers`` ranks them all), NULL where deployments.csv gives the price. Money is DECIMAL(18,6) (rounded
+sheet-priced deployment took (``provider/region/instance_type/pricing``: the cheapest on-demand one
+of its provider whose instance holds its GPUs, as ``marts.deployment_offers`` marks it), NULL where deployments.csv gives the price. Money is DECIMAL(18,6) (rounded
 half-even); ``breakeven_calls_per_month`` is computed from the unrounded cost per call.
 """
 
@@ -297,7 +297,7 @@ def self_host_breakeven_rows(
             continue
         price, price_source, offer = c.usd_per_gpu_hour, "deployment", None
         if price is None:
-            price, offer = prices.get((c.provider or "", d.gpu.name), (None, None))
+            price, offer = prices.get(c.deployment) or prices.get((c.provider or "", d.gpu.name), (None, None))
             price_source = "gpu_price_sheet"
         if price is None:
             skipped.append(f"self_host_breakeven {c.deployment}: no usd_per_gpu_hour and no on-demand price "
@@ -365,7 +365,13 @@ def build_self_host_breakeven(con: duckdb.DuckDBPyConnection) -> Built:
     built = Built(SELF_HOST_BREAKEVEN)
     hours, build_id = _settings(con)
     cands = candidates(con, built.skipped)
-    rows = self_host_breakeven_rows(cands, call_profiles(con), api_months(con), on_demand_offers(con),
+    from warehouse.outlook import offers  # noqa: PLC0415 - outlook imports this module
+
+    # the offer each deployment takes (marts.deployment_offers: an instance that holds its GPUs),
+    # else the cheapest on-demand price of its provider and GPU
+    _, used = offers(con, cands, hours, build_id)
+    prices: dict = on_demand_offers(con) | {name: (p, o) for name, (p, src, o) in used.items() if src == "gpu_price_sheet"}
+    rows = self_host_breakeven_rows(cands, call_profiles(con), api_months(con), prices,
                                     hours, build_id, built.skipped)
     built.rows = _write(con, SELF_HOST_BREAKEVEN, rows, SELF_HOST_BREAKEVEN_SCHEMA)
     return _finish(built)

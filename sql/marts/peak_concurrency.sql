@@ -1,7 +1,7 @@
 -- Concurrent in-flight calls per model and UTC hour, time-weighted: how many calls were running at
 -- once, and for what share of the hour. A call is in flight over [ts - latency_ms, ts) (ts is when
 -- the call ended, as in core.call_kv); calls without latency_ms are left out (calls_without_latency
--- counts them).
+-- counts them, per model and day).
 -- Event sweep: +1 at each call's start, -1 at its end, plus a 0 event at every hour boundary of the
 -- model's active span, so no segment crosses an hour; the running sum ordered by time (ends before
 -- starts at the same instant) is the level held until the next event. Per model x hour the
@@ -15,13 +15,16 @@
 -- without a KV figure (closed API models). Capacity planning reads the p99 hour (marts.peak_capacity).
 -- grain: one row per model x hour with at least one call in flight
 -- reads: core.call_costs, core.call_profiles, core.call_kv
+-- incremental: day, halo (an hour's level depends on calls that ended up to a day later: every call
+-- in flight on a rewritten day ends within the halo, so the calls of the context days are read whole)
 WITH calls AS (
     SELECT model, ts - to_microseconds(CAST(round(latency_ms * 1000) AS BIGINT)) AS started, ts AS ended
     FROM core.call_costs
-    WHERE latency_ms IS NOT NULL AND latency_ms >= 0
+    WHERE latency_ms IS NOT NULL AND latency_ms >= 0 AND core.in_build_context(day)
 ),
 missing AS (
-    SELECT model, count(*) AS calls_without_latency FROM core.call_costs WHERE latency_ms IS NULL GROUP BY model
+    SELECT model, day, count(*) AS calls_without_latency
+    FROM core.call_costs WHERE latency_ms IS NULL AND core.in_build_days(day) GROUP BY ALL
 ),
 spans AS (
     SELECT model, date_trunc('hour', min(started)) AS first_hour, date_trunc('hour', max(ended)) AS last_hour
@@ -70,7 +73,8 @@ started AS (
     SELECT model, date_trunc('hour', started) AS hour, count(*) AS calls_started FROM calls GROUP BY ALL
 ),
 kv AS (
-    SELECT model, any_value(kv_bytes_per_token_bf16) AS kv_bytes_per_token_bf16 FROM core.call_kv GROUP BY model
+    SELECT model, any_value(kv_bytes_per_token_bf16) AS kv_bytes_per_token_bf16
+    FROM core.call_kv WHERE core.in_build_context(day) GROUP BY model
 ),
 p95 AS (
     SELECT model, month, prompt_tokens + thinking_tokens + output_tokens AS p95_profile_tokens
@@ -92,7 +96,7 @@ final AS (
     LEFT JOIN started s USING (model, hour)
     LEFT JOIN p95 p ON p.model = h.model AND p.month = CAST(date_trunc('month', h.hour) AS DATE)
     LEFT JOIN kv ON kv.model = h.model
-    LEFT JOIN missing m ON m.model = h.model
-    WHERE h.max_concurrent_calls > 0
+    LEFT JOIN missing m ON m.model = h.model AND m.day = CAST(h.hour AS DATE)
+    WHERE h.max_concurrent_calls > 0 AND core.in_build_days(CAST(h.hour AS DATE))
 )
 SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final
