@@ -151,3 +151,37 @@ def test_report_shows_forecast_outlook_and_budget_burn_down(con):
     assert "tiny-model (thinking ×2, output ×1)" in html and "2026-06" in html and "within_horizon" in html
     # budget burn-down of June: search runs out on the 15th
     assert "Budget burn-down 2026-06" in html and "runs out 2026-06-15" in html
+
+
+def test_offers_rank_every_sheet_row_that_holds_the_deployment_and_use_the_cheapest_on_demand():
+    import duckdb  # noqa: PLC0415
+
+    from models.gpus import gpu_spec  # noqa: PLC0415
+    from models.sizing import Deployment  # noqa: PLC0415
+    from models.spec import ModelSpec  # noqa: PLC0415
+    from warehouse.economics import Candidate  # noqa: PLC0415
+    from warehouse.outlook import hosts, offers  # noqa: PLC0415
+
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA core")
+    con.execute("CREATE TABLE core.gpu_price_versions (provider VARCHAR, gpu_type VARCHAR, gpus_per_node INTEGER, "
+                "pricing VARCHAR, region VARCHAR, instance_type VARCHAR, usd_per_gpu_hour DECIMAL(18,6), effective_to DATE)")
+    con.execute("""INSERT INTO core.gpu_price_versions VALUES
+        ('neb', 'H200', 8, 'on_demand', 'eu', 'h200x8', 3.50, NULL),
+        ('neb', 'H200', 1, 'on_demand', 'eu', 'h200x1', 3.20, NULL),   -- cheaper, but 1 GPU cannot hold 8
+        ('neb', 'H200', 8, 'spot', 'us', 'h200x8', 1.45, NULL),         -- cheapest, but spot
+        ('lam', 'H200', 8, 'on_demand', 'us', 'h200x8', 3.00, NULL),    -- cheapest on demand, other provider
+        ('neb', 'H200', 8, 'on_demand', 'eu', 'old', 2.00, DATE '2026-01-01'),  -- no longer in force
+        ('neb', 'H100', 8, 'on_demand', 'eu', 'h100x8', 2.95, NULL)""")
+    spec = ModelSpec.from_catalog(name="m", params_total_b=8, params_active_b=8, kv_bytes_per_token_bf16=131072)
+    cand = Candidate("d8", "m", "m", "neb", spec, Deployment(gpu_spec("H200"), 8, "fp8"), None, None)
+    rows, used = offers(con, [cand], D(730), "b")
+    # 8 x price x 730: spot 1.45 -> 8,468; lam 3.00 -> 17,520; neb 3.50 -> 20,440 (the 1-GPU row cannot host it)
+    assert [(r["offer"], r["self_host_usd_per_month"], r["rank"], r["is_used"]) for r in rows] == [
+        ("neb/us/h200x8/spot", D("8468"), 1, False),
+        ("lam/us/h200x8/on_demand", D("17520"), 2, False),
+        ("neb/eu/h200x8/on_demand", D("20440"), 3, True),   # the deployment names nebius: its cheapest on demand
+    ]
+    assert used == {"d8": (D("3.5"), "gpu_price_sheet", "neb/eu/h200x8/on_demand")}
+    # hosting: one instance holds it, or whole 8-GPU (or larger) nodes do; 16 GPUs on 8-GPU nodes yes, 2 on 1-GPU no
+    assert hosts(8, 8) and hosts(8, 16) and hosts(None, 4) and not hosts(1, 2) and not hosts(4, 8)
