@@ -7,8 +7,12 @@ the horizon and is summed per calendar month; a month already under way adds wha
 Candidates (statsmodels ``ETSModel``, additive errors, parameters by maximum likelihood):
 
     ETS(A,N,N)   level only (simple exponential smoothing): tomorrow looks like the smoothed level
-    ETS(A,A,N)   level + linear trend (Holt)
-    ETS(A,Ad,N)  level + damped trend: the trend flattens out over the horizon
+    ETS(A,Ad,N)  level + damped trend, the damping phi estimated in [0.8, 1]: phi = 1 is Holt's
+                 linear trend, phi < 1 flattens the trend out over the horizon (``method`` states phi)
+
+A free linear trend (phi fixed at 1) is not a candidate: on the demo it read o3's 2026-07-24 price
+cut as a trend and ran o3's spend to $0 from September; with phi estimated the same series gets
+phi = 0.80 and a flat ~$870 a month, while a truly linear history still gets phi = 1.00.
 
 Choice: each candidate is backtested on the series itself. A window holds back ``BACKTEST_DAYS``
 (30) days after an origin, fits on the days before it and forecasts the held-back days' total:
@@ -64,9 +68,9 @@ Z80, Z95 = 1.2815515655446004, 1.959963984540054
 #: name -> (trend, damped_trend); in order of simplicity (ties go to the first).
 CANDIDATES: dict[str, tuple[str | None, bool]] = {
     "ETS(A,N,N)": (None, False),
-    "ETS(A,A,N)": ("add", False),
     "ETS(A,Ad,N)": ("add", True),
 }
+DAMPING_BOUNDS = (0.8, 1.0)
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,8 @@ def _fit(y: np.ndarray, name: str):
     from statsmodels.tsa.exponential_smoothing.ets import ETSModel  # noqa: PLC0415 - heavy import
 
     trend, damped = CANDIDATES[name]
-    model = ETSModel(y.astype(float), error="add", trend=trend, damped_trend=damped)
+    model = ETSModel(y.astype(float), error="add", trend=trend, damped_trend=damped,
+                     bounds={"damping_trend": DAMPING_BOUNDS} if damped else None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence chatter on short, flat series
         return model.fit(disp=False)
@@ -231,6 +236,8 @@ def forecast_daily(first_day: dt.date, values: np.ndarray | list[float], last_da
         name = "ETS(A,N,N)"
         method, bt = f"{name} (no backtest)", Backtest()
     res = _fit(y, name)
+    if CANDIDATES[name][1] and method == name:
+        method = f"{name} phi={float(res.damping_trend):.2f}"
     point = _point(res, steps)
     paths = _paths(res, steps, seed)
     sums = np.vstack([paths[month_of_step == j].sum(axis=0) for j in range(len(months))])

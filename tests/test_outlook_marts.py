@@ -151,6 +151,7 @@ def test_report_shows_forecast_outlook_and_budget_burn_down(con):
     assert "tiny-model (thinking ×2, output ×1)" in html and "2026-06" in html and "within_horizon" in html
     # budget burn-down of June: search runs out on the 15th
     assert "Budget burn-down 2026-06" in html and "runs out 2026-06-15" in html
+    assert 'aria-label="Budget burn-down of search, 2026-06"' in html and "runs out on 2026-06-15" in html
 
 
 def test_offers_rank_every_sheet_row_that_holds_the_deployment_and_use_the_cheapest_on_demand():

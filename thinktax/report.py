@@ -482,6 +482,7 @@ h3{font-size:15px;margin:18px 0 2px} .sub{color:#555;margin:0 0 16px}
 .caption{color:#444;font-size:13px;margin:0 0 4px} .verdict{font-weight:normal;color:#555}
 table.alerts{border-collapse:collapse;font-size:13px} table.alerts td,table.alerts th{border:1px solid #ddd;padding:4px 8px}
 .num{text-align:right} footer{margin-top:32px;color:#777;font-size:12px}
+.multiples{display:flex;flex-wrap:wrap;gap:8px}
 """
 
 
@@ -555,6 +556,43 @@ def _outlook(con) -> str:
                    for r in rows], {3, 4})
 
 
+def burndown_chart(team: str, month: dt.date, points: list[tuple[dt.date, float]], r: dict) -> str:
+    """One team's month: cumulative spend per day (solid), the projection at the burn rate to month end
+    (dashed, with its 95 % band at the end), the budget (red) and the soft limit (orange)."""
+    days_in_month = (month.replace(day=28) + dt.timedelta(days=4)).replace(day=1) - dt.timedelta(days=1)
+    n_days = days_in_month.day
+    budget, soft = float(r["budget_usd"]), float(r["soft_usd"])
+    proj, hi = float(r["projected_month_end_usd"]), float(r["projected_month_end_hi95_usd"])
+    cumulative = [v for _, v in points]
+    top, step = axis_max(max([budget * 1.1, hi, *cumulative, 1e-9]))
+    f = Frame(width=380, height=190, left=62, right=12, top=24, bottom=30)
+    body = _y_axis(f, top, step, lambda v: "$" + short(v))
+
+    def px(day: int) -> float:
+        return f.left + f.pw * day / n_days
+
+    def py(v: float) -> float:
+        return f.top + f.ph - f.ph * v / top
+
+    body.append(f'<text x="{f.left}" y="14" class="lab">{esc(team)}: {esc(r["status"])}</text>')
+    for limit, colour in ((budget, "#c53030"), (soft, "#dd6b20")):
+        body.append(f'<line x1="{f.left}" x2="{f.left + f.pw}" y1="{py(limit):.1f}" y2="{py(limit):.1f}" stroke="{colour}" stroke-width="1.5"/>')
+    pts = " ".join(f"{px(d.day):.1f},{py(v):.1f}" for d, v in points)
+    body.append(f'<polyline points="{pts}" fill="none" stroke="#2b6cb0" stroke-width="2"/>')
+    if r["days_remaining"] and cumulative:
+        x0, y0 = px(r["last_day"].day), py(cumulative[-1])
+        body.append(f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{px(n_days):.1f}" y2="{py(proj):.1f}" stroke="#2b6cb0" stroke-dasharray="5,4"/>')
+        body.append(f'<line x1="{px(n_days):.1f}" x2="{px(n_days):.1f}" y1="{py(float(r["projected_month_end_lo95_usd"])):.1f}" '
+                    f'y2="{py(hi):.1f}" stroke="#000" stroke-width="3"/>')
+    if r["runs_out_on"]:
+        x = px(r["runs_out_on"].day)
+        body.append(f'<circle cx="{x:.1f}" cy="{py(budget):.1f}" r="5" fill="none" stroke="#c53030" stroke-width="2">'
+                    f'<title>runs out on {r["runs_out_on"]}</title></circle>')
+    for d in (1, 10, 20, n_days):
+        body.append(f'<text x="{px(d):.1f}" y="{f.top + f.ph + 16}" class="tick" text-anchor="middle">{d}</text>')
+    return _svg(f, body, f"Budget burn-down of {team}, {month:%Y-%m}")
+
+
 def _budgets(con) -> str:
     if not _exists(con, "marts.budget_status"):
         return '<p class="note">marts.budget_status is not in this warehouse yet.</p>'
@@ -568,7 +606,17 @@ def _budgets(con) -> str:
                 + (f"; runs out {r['runs_out_on']}" if r["runs_out_on"] else ""))
         bars.append((str(r["team"]), [(spent, "#2b6cb0"), (max(proj - spent, 0.0), "#a3bffa")], note))
     month = rows[0]["month"]
-    return (legend([("spent", "#2b6cb0"), ("projected to month end", "#a3bffa")])
+    daily = _rows(con, """
+        SELECT team, day, sum(sum(cost_usd)) OVER (PARTITION BY team ORDER BY day) AS cumulative_usd
+        FROM marts.daily_spend WHERE source IN ('api_usage', 'self_hosted') AND date_trunc('month', day) = ?
+        GROUP BY team, day ORDER BY team, day""", [month])
+    cum: dict[str, list[tuple[dt.date, float]]] = {}
+    for d in daily:
+        cum.setdefault(d["team"], []).append((d["day"], float(d["cumulative_usd"])))
+    charts = "".join(burndown_chart(str(r["team"]), month, cum.get(r["team"], []), r) for r in rows)
+    return (legend([("cumulative spend", "#2b6cb0"), ("budget", "#c53030"), ("soft limit", "#dd6b20")])
+            + f'<div class="multiples">{charts}</div>'
+            + legend([("spent", "#2b6cb0"), ("projected to month end", "#a3bffa")])
             + hbars(bars, usd, f"Budget burn-down {month:%Y-%m}")
             + _table(["team", "budget", "spent", "burn / day", "projected (95 %)", "runs out on", "status"],
                      [[r["team"], usd(r["budget_usd"]), usd(r["spent_usd"]), usd(r["burn_usd_per_day"]),

@@ -490,7 +490,7 @@ COLUMNS.update({
         "hi80_usd": _d("Upper bound of the 80 % interval (90th percentile)" + _FLOAT_MONEY, USD),
         "lo95_usd": _d("Lower bound of the 95 % interval (2.5th percentile)" + _FLOAT_MONEY, USD),
         "hi95_usd": _d("Upper bound of the 95 % interval (97.5th percentile)" + _FLOAT_MONEY, USD),
-        "method": _d("'ETS(A,N,N)', 'ETS(A,A,N)', 'ETS(A,Ad,N)' (statsmodels, chosen by backtest), "
+        "method": _d("'ETS(A,N,N)' or 'ETS(A,Ad,N) phi=<damping>' (statsmodels, chosen by backtest), "
                      "'ETS(A,N,N) (no backtest)', or a stated fallback: 'fallback_mean_rate', 'fallback_single_day', "
                      "'no_spend_in_history'", LABEL),
         "backtest_mape_pct": _d("Mean absolute percentage error of the method's 30-day totals on the held-back windows "
