@@ -81,3 +81,18 @@ def test_intervals_contain_the_backtest_actuals_in_the_stated_share():
         windows, c80, c95 = windows + bt.windows, c80 + bt.covered80, c95 + bt.covered95
     assert windows == 36
     assert c95 / windows >= 0.85 and c80 / windows >= 0.55
+
+
+def test_horizon_and_warn_months_come_from_thinktax_toml(tmp_path):
+    from thinktax.config import ConfigError, load_config  # noqa: PLC0415
+
+    p = tmp_path / "thinktax.toml"
+    p.write_text("[forecast]\nhorizon_months = 2\n[alert]\nwarn_months = 1\n")
+    row = load_config(p).settings_row()
+    assert (row["forecast_horizon_months"], row["alert_warn_months"]) == (2, 1)
+    assert load_config(None).settings_row()["forecast_horizon_months"] == 6  # default
+    p.write_text("[forecast]\nhorizon_months = 0\n")
+    with pytest.raises(ConfigError, match="horizon_months"):
+        load_config(p)
+    # horizon 2 from Jan 5: January (under way) and February
+    assert [m.month for m in forecast_daily(JAN1, [1.0] * 5, dt.date(2026, 1, 5), 2).months] == [JAN1, dt.date(2026, 2, 1)]

@@ -186,3 +186,21 @@ def test_offers_rank_every_sheet_row_that_holds_the_deployment_and_use_the_cheap
     assert used == {"d8": (D("3.5"), "gpu_price_sheet", "neb/eu/h200x8/on_demand")}
     # hosting: one instance holds it, or whole 8-GPU (or larger) nodes do; 16 GPUs on 8-GPU nodes yes, 2 on 1-GPU no
     assert hosts(8, 8) and hosts(8, 16) and hosts(None, 4) and not hosts(1, 2) and not hosts(4, 8)
+
+
+def test_spend_forecast_rows_scopes_and_the_stated_fallback(con):
+    got = con.sql("SELECT scope, scope_value, serving, count(*), min(month), max(month), any_value(method), "
+                  "any_value(history_days) FROM marts.spend_forecast GROUP BY ALL ORDER BY ALL").fetchall()
+    # last day June 10: six months June .. November per series; history from each series' first day with spend
+    six = (6, dt.date(2026, 6, 1), dt.date(2026, 11, 1), "fallback_mean_rate")
+    assert got == [("all", "*", "api", *six, 10), ("model", "api-model", "api", *six, 10),
+                   ("team", "ops", "api", 6, dt.date(2026, 6, 1), dt.date(2026, 11, 1), "fallback_single_day", 1),
+                   ("team", "search", "api", *six, 10)]
+    june = con.sql("SELECT observed_usd, forecast_days, forecast_usd FROM marts.spend_forecast "
+                   "WHERE scope = 'model' AND month = DATE '2026-06-01'").fetchall()
+    # observed 0.025 in June 1..10; mean 0.0025 a day x 20 days left = 0.05 -> 0.075
+    assert june == [(D("0.025"), 20, D("0.075"))]
+    # team ops spent only on June 10 ($0.015): one day -> that day x the days left, no interval (NULL bounds)
+    ops = con.sql("SELECT forecast_usd, lo95_usd, hi95_usd FROM marts.spend_forecast "
+                  "WHERE scope = 'team' AND scope_value = 'ops' AND month = DATE '2026-07-01'").fetchall()
+    assert ops == [(D("0.465"), None, None)]  # 0.015 x 31 days
