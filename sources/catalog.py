@@ -1,4 +1,5 @@
-"""Catalog files (``catalog/``): models.csv, nodes.csv, deployments.csv and HF config.json files.
+"""Catalog files (``catalog/``): models.csv, nodes.csv, deployments.csv, substitutions.csv, budgets.csv
+and HF config.json files.
 
 Each CSV is a snapshot: the newest file of a kind is the catalog in force (core takes the rows
 of the highest file_id). Columns are matched by header name; an empty optional field means
@@ -105,6 +106,27 @@ def _deployment(row: Row) -> dict:
     }
 
 
+def _substitution(row: Row) -> dict:
+    return {
+        "from_model": _text(row, "from_model", required=True),
+        "to_model": _text(row, "to_model", required=True),
+        "thinking_ratio": float_field(row, "thinking_ratio", required=True),
+        "output_ratio": float_field(row, "output_ratio", required=True),
+        "note": _text(row, "note"),
+    }
+
+
+def _budget(row: Row) -> dict:
+    soft = float_field(row, "soft_pct")
+    if soft is not None and soft > 100:
+        raise FieldError("soft_pct", f"a percent of the budget, 0 to 100: {soft:g}")
+    return {
+        "team": _text(row, "team", required=True),
+        "monthly_usd": decimal_field(row, "monthly_usd", required=True),
+        "soft_pct": 80.0 if soft is None else soft,
+    }
+
+
 _MODELS_SCHEMA = pa.schema([
     ("line", pa.int64()), ("model", pa.string()), ("family", pa.string()), ("reasoning", pa.bool_()),
     ("params_total_b", pa.float64()), ("params_active_b", pa.float64()), ("config_json", pa.string()),
@@ -126,6 +148,18 @@ parse_nodes = _csv_parser("stg.nodes", "nodes_csv", ["node_id", "gpu_type", "gpu
 parse_deployments = _csv_parser(
     "stg.deployments", "deployments_csv", ["deployment", "model", "gpu_type", "gpus"], _DEPLOYMENTS_SCHEMA, _deployment
 )
+
+_SUBSTITUTIONS_SCHEMA = pa.schema([
+    ("line", pa.int64()), ("from_model", pa.string()), ("to_model", pa.string()),
+    ("thinking_ratio", pa.float64()), ("output_ratio", pa.float64()), ("note", pa.string()),
+])
+_BUDGETS_SCHEMA = pa.schema([
+    ("line", pa.int64()), ("team", pa.string()), ("monthly_usd", pa.decimal128(18, 6)), ("soft_pct", pa.float64()),
+])
+parse_substitutions = _csv_parser("stg.substitutions", "substitutions_csv",
+                                  ["from_model", "to_model", "thinking_ratio", "output_ratio"],
+                                  _SUBSTITUTIONS_SCHEMA, _substitution)
+parse_budgets = _csv_parser("stg.budgets", "budgets_csv", ["team", "monthly_usd"], _BUDGETS_SCHEMA, _budget)
 
 
 def parse_config(data: bytes, name: str, ctx: ParseContext) -> Parsed:
@@ -161,6 +195,8 @@ def _sniff_config(data: bytes, name: str) -> bool:
 
 
 SPECS = [
+    SourceSpec("catalog", "substitutions_csv", _sniff_csv("from_model", "to_model", "thinking_ratio"), parse_substitutions),
+    SourceSpec("catalog", "budgets_csv", _sniff_csv("team", "monthly_usd"), parse_budgets),
     SourceSpec("catalog", "nodes_csv", _sniff_csv("node_id", "gpu_type"), parse_nodes),
     SourceSpec("catalog", "deployments_csv", _sniff_csv("deployment", "gpu_type"), parse_deployments),
     SourceSpec("catalog", "models_csv", _sniff_csv("model"), parse_models),

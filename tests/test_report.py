@@ -55,9 +55,11 @@ def test_report_of_the_fixture_warehouse(pub, tmp_path):
     html = out.read_text(encoding="utf-8")
     assert not EXTERNAL.search(html), EXTERNAL.search(html)
     assert "http://" not in html and "https://" not in html and "<script" not in html
-    assert html.count("<svg") == 5  # daily spend, thinking share, cost per task, tier mix, break-even for o3
+    # daily spend, thinking share, cost per task, tier mix, break-even for o3, spend forecast
+    assert html.count("<svg") == 6
     for title in ("Daily spend by source and tier", "Thinking share of spend per model", "Cost per task by task type",
-                  "Tier mix against target", "Self-host break-even per reasoning model", "Alert state"):
+                  "Tier mix against target", "Self-host break-even per reasoning model", "Spend forecast",
+                  "Break-even outlook per model and substitution", "Team budgets", "Alert state"):
         assert f"<h2>{title}</h2>" in html
     # headline: last 30 days (2025-05-12 .. 2025-06-10) = $12.234; thinking 4.08 + 0.075 + 1.2 = 5.355 = 43.8 %
     assert "2025-05-12 to 2025-06-10" in html
@@ -91,12 +93,12 @@ def test_a_note_instead_of_the_break_even_chart_when_the_mart_is_absent(pub, tmp
         con.execute("DROP TABLE IF EXISTS marts.self_host_breakeven")
     html = report.write_report(path, tmp_path / "r.html").read_text(encoding="utf-8")
     assert "marts.self_host_breakeven is not in this warehouse yet" in html
-    assert html.count("<svg") == 4
+    assert html.count("<svg") == 5  # the forecast chart stays
 
 
 def test_breakeven_chart_and_alerts(full, tmp_path):
     html = report.write_report(full, tmp_path / "r.html").read_text(encoding="utf-8")
-    assert html.count("<svg") == 6  # the four above + one break-even chart per feasible model (o3, deepseek-r1)
+    assert html.count("<svg") == 7  # the four above + the forecast + one break-even chart per feasible model (o3, deepseek-r1)
     assert "o3 — big-16xh200: <span class=\"verdict\">self_host</span>" in html
     assert "break-even 114,531 calls/month" in html  # 23,593.60 / 0.206
     assert "observed 200,000 calls ($41,200)" in html

@@ -23,7 +23,18 @@ Each subject (alert, model) is a small state machine kept in ``ops.alert_state``
     fired   --above-->  nothing: one alert per crossing
     any     --not above--> armed (re-armed: the next crossing fires again)
 
-"Above" is strictly above the threshold. The state lives in the run's build file and is
+"Above" is strictly above the threshold. The same machine, with the same once-per-crossing and retry
+rules, runs for three more kinds (``ops.alert_state.alert``), each subject keyed as noted:
+
+* ``breakeven_ahead`` (model ``'<model> -> <to_model>'``): "above" while the expected crossing of
+  ``marts.breakeven_outlook`` (its earliest-crossing deployment of the pair) is at most
+  ``[alert] warn_months`` months after the first forecast month, or already crossed (so a pair
+  that moves from "ahead" to "crossed" is not warned twice); re-armed when it moves out again.
+* ``budget_soft`` / ``budget_hard`` (model ``'<team> <YYYY-MM>'``: a new month is a new subject):
+  "above" when the month's spend in ``marts.budget_status`` reaches ``soft_pct`` % of the budget /
+  the budget (>=).
+
+The state lives in the run's build file and is
 published with it; if a run fails after sending (before publishing), the next run sends again:
 at least once, never silently lost.
 """
@@ -280,8 +291,8 @@ class Outcome:
         return {k: v for k, v in self.__dict__.items() if k != "errors"} | {"errors": "; ".join(self.errors)}
 
 
-def _status(con: duckdb.DuckDBPyConnection, model: str) -> str | None:
-    rows = con.execute("SELECT status FROM ops.alert_state WHERE alert = ? AND model = ?", [ALERT, model]).fetchall()
+def _status(con: duckdb.DuckDBPyConnection, model: str, alert: str = ALERT) -> str | None:
+    rows = con.execute("SELECT status FROM ops.alert_state WHERE alert = ? AND model = ?", [alert, model]).fetchall()
     return rows[0][0] if rows else None
 
 
@@ -301,6 +312,123 @@ def _record(con: duckdb.DuckDBPyConnection, s: Subject, now: dt.datetime, delive
         [ALERT, s.model, now, s.window_spend_usd.quantize(_USD6), s.threshold_usd_per_month, delivered, text,
          s.window_spend_usd_per_month, s.window_days, s.window_end, s.deployment, channel, error],
     )
+
+
+@dataclass(frozen=True)
+class Warning_:
+    """One subject of the breakeven_ahead / budget_* kinds (module docstring)."""
+
+    alert: str
+    key: str
+    above: bool
+    value_usd: Decimal            # forecast or spent USD (ops.alerts.window_spend_usd)
+    threshold_usd: Decimal
+    as_of: dt.date | None
+    deployment: str | None
+    payload: dict
+
+
+def _table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    schema, name = table.split(".")
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+                            [schema, name]).fetchall()[0][0])
+
+
+def ahead_warnings(con: duckdb.DuckDBPyConnection, cfg: Config) -> list[Warning_]:
+    """breakeven_ahead subjects: per (model, to_model) the deployment crossing first."""
+    if not _table_exists(con, "marts.breakeven_outlook"):
+        return []
+    rows = con.execute("""
+        SELECT model, to_model, deployment, threshold_usd_per_month, crossing_month_expected,
+               crossing_month_earliest, crossing_month_latest, status, months_until_expected, offer
+        FROM marts.breakeven_outlook
+        WHERE status IN ('crossed', 'within_horizon', 'not_within_horizon')
+        QUALIFY row_number() OVER (PARTITION BY model, to_model
+                                   ORDER BY status <> 'crossed', crossing_month_expected NULLS LAST,
+                                            threshold_usd_per_month, deployment) = 1
+        ORDER BY model, to_model""").fetchall()
+    out = []
+    for model, to_model, dep, threshold, exp, early, late, status, months, offer in rows:
+        above = status == "crossed" or (months is not None and months <= cfg.alert.warn_months)
+        target = model if model == to_model else f"{to_model} (substitution)"
+        def ym(d: dt.date | None) -> str:
+            return "after the horizon" if d is None else f"{d:%Y-%m}"
+        text = (f"thinktax warning: API spend on {model} is forecast to reach the ${threshold:,.2f}/month of "
+                f"self-hosting {target} on {dep} in {ym(exp)} (95 % interval {ym(early)} .. {ym(late)})."
+                if status != "crossed" else
+                f"thinktax warning: API spend on {model} already reached the ${threshold:,.2f}/month of self-hosting "
+                f"{target} on {dep} in {ym(exp)}.")
+        payload = {"text": text, "alert": "breakeven_ahead", "model": model, "to_model": to_model, "deployment": dep,
+                   "offer": offer, "threshold_usd_per_month": float(round(threshold, 2)),
+                   "crossing_month_expected": None if exp is None else exp.isoformat(),
+                   "crossing_month_earliest": None if early is None else early.isoformat(),
+                   "crossing_month_latest": None if late is None else late.isoformat(),
+                   "status": status, "warn_months": cfg.alert.warn_months}
+        out.append(Warning_("breakeven_ahead", model if model == to_model else f"{model} -> {to_model}", above,
+                            Decimal(threshold), Decimal(threshold),
+                            exp, dep, payload))
+    return out
+
+
+def budget_warnings(con: duckdb.DuckDBPyConnection) -> list[Warning_]:
+    """budget_soft / budget_hard subjects: one per team and month of marts.budget_status."""
+    if not _table_exists(con, "marts.budget_status"):
+        return []
+    out = []
+    for team, month, budget, soft, spent, runs_out, projected in con.execute(
+            "SELECT team, month, budget_usd, soft_usd, spent_usd, runs_out_on, projected_month_end_usd "
+            "FROM marts.budget_status ORDER BY team, month").fetchall():
+        key = f"{team} {month:%Y-%m}"
+        for kind, limit in (("budget_soft", soft), ("budget_hard", budget)):
+            what = "its soft limit" if kind == "budget_soft" else "its budget"
+            text = (f"thinktax budget: team {team} has spent ${spent:,.2f} in {month:%Y-%m}, reaching {what} of "
+                    f"${limit:,.2f} (budget ${budget:,.2f}; projected month end ${projected:,.2f}"
+                    + (f"; runs out on {runs_out}" if runs_out else "") + ").")
+            payload = {"text": text, "alert": kind, "team": team, "month": month.isoformat(),
+                       "spent_usd": float(round(spent, 2)), "limit_usd": float(round(limit, 2)),
+                       "budget_usd": float(round(budget, 2)), "projected_month_end_usd": float(round(projected, 2)),
+                       "runs_out_on": None if runs_out is None else runs_out.isoformat()}
+            out.append(Warning_(kind, key, spent >= limit, Decimal(spent), Decimal(limit), month, None, payload))
+    return out
+
+
+def _evaluate_warnings(con: duckdb.DuckDBPyConnection, warnings_: list[Warning_], webhook: str, now: dt.datetime,
+                       out: Outcome, logger: Logger, post) -> None:
+    for w in warnings_:
+        out.evaluated += 1
+        status = _status(con, w.key, w.alert)
+        action = next_action(status, w.above)
+        if action == "rearm":
+            out.rearmed += 1
+        if action != "send":
+            con.execute("INSERT OR REPLACE INTO ops.alert_state VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [w.alert, w.key, "armed" if not w.above else status or "armed", w.value_usd, w.threshold_usd,
+                         w.as_of, now])
+            continue
+        error, channel = None, "log"
+        if webhook:
+            out.sent += 1
+            channel = "webhook"
+            error = post(webhook, w.payload)
+        else:
+            logger.warning(f"{w.payload['text']} (no alert.webhook_url: logged instead of sent)")
+            out.logged += 1
+        con.execute("BEGIN")
+        con.execute(
+            """INSERT INTO ops.alerts (alert, model, fired_at, window_spend_usd, threshold_usd, delivered, message,
+                                       window_spend_usd_per_month, window_days, window_end, deployment, channel, error)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)""",
+            [w.alert, w.key, now, w.value_usd, w.threshold_usd, bool(webhook) and error is None, w.payload["text"],
+             w.value_usd, w.as_of, w.deployment, channel, error])
+        con.execute("INSERT OR REPLACE INTO ops.alert_state VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [w.alert, w.key, "pending" if error else "fired", w.value_usd, w.threshold_usd, w.as_of, now])
+        con.execute("COMMIT")
+        if webhook and error is None:
+            out.delivered += 1
+        elif error:
+            out.failed += 1
+            out.errors.append(f"{w.alert} {w.key}: {error}")
+            logger.warning(f"alert: {w.alert} delivery for {w.key} failed ({error}); it will be retried on the next run")
 
 
 def evaluate(con: duckdb.DuckDBPyConnection, cfg: Config, *, as_of: dt.date | None = None,
@@ -342,4 +470,5 @@ def evaluate(con: duckdb.DuckDBPyConnection, cfg: Config, *, as_of: dt.date | No
             out.failed += 1
             out.errors.append(f"{s.model}: {error}")
             logger.warning(f"alert: delivery for {s.model} failed ({error}); it will be retried on the next run")
+    _evaluate_warnings(con, ahead_warnings(con, cfg) + budget_warnings(con), webhook, now, out, logger, post)
     return out

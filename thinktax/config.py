@@ -31,6 +31,12 @@ class Alert:
     webhook_url: str = ""  # Slack-compatible incoming webhook; empty = log only
     window_days: int = 30  # trailing window of reasoning API spend
     threshold_usd_per_month: float = 0.0  # 0 = break-even of the cheapest feasible deployment
+    warn_months: int = 3  # breakeven_ahead: warn once when the expected crossing is this many months away or less
+
+
+@dataclass(frozen=True)
+class Forecast:
+    horizon_months: int = 6  # marts.spend_forecast: months forecast after the last day with data
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,7 @@ class Config:
     hours_per_month: float = 730.0
     tiers: Tiers = field(default_factory=Tiers)
     alert: Alert = field(default_factory=Alert)
+    forecast: Forecast = field(default_factory=Forecast)
     source: str | None = None  # the file it came from, if any
 
     def settings_row(self) -> dict[str, object]:
@@ -52,6 +59,8 @@ class Config:
             "target_full": float(mix.get("full", 0.0)),
             "alert_window_days": int(self.alert.window_days),
             "alert_threshold_usd_per_month": float(self.alert.threshold_usd_per_month),
+            "alert_warn_months": int(self.alert.warn_months),
+            "forecast_horizon_months": int(self.forecast.horizon_months),
         }
 
 
@@ -71,6 +80,10 @@ def _check(cfg: Config) -> Config:
         raise ConfigError("hours_per_month must be > 0")
     if cfg.alert.window_days < 1:
         raise ConfigError("alert.window_days must be >= 1")
+    if cfg.alert.warn_months < 0:
+        raise ConfigError("alert.warn_months must be >= 0")
+    if not 1 <= cfg.forecast.horizon_months <= 36:
+        raise ConfigError("forecast.horizon_months must be 1 to 36")
     return cfg
 
 
@@ -87,16 +100,18 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"config file not found: {p}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    known = {"hours_per_month", "tiers", "alert"}
+    known = {"hours_per_month", "tiers", "alert", "forecast"}
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
     try:
         tiers = Tiers(**raw.get("tiers", {}))
         alert = Alert(**raw.get("alert", {}))
+        forecast = Forecast(**raw.get("forecast", {}))
     except TypeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, source=str(p)))
+    return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, forecast=forecast,
+                              source=str(p)))
 
 
 def resolve_paths(landing: str | None, warehouse: str | None) -> tuple[Path, Path]:

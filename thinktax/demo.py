@@ -101,6 +101,24 @@ def _catalog_files(landing: Path) -> None:
         "qwen-2xh100,qwen3-32b,nebius,H100,2,fp8,,,\n"
         "oss-1xh100,gpt-oss-120b,nebius,H100,1,fp8,,,\n"
     )
+    # What moving API traffic to an open model would cost (docs/economics.md section 11): DeepSeek-R1
+    # thinks about 1.3x as long as o3 on the same prompt (published reasoning-token counts vary 1.1-1.6x);
+    # Qwen3-32B thinks ~1.5x Claude 3.7 Sonnet's extended thinking and answers ~10 % longer.
+    (cat / "substitutions.csv").write_text(
+        "from_model,to_model,thinking_ratio,output_ratio,note\n"
+        "o3,deepseek-reasoner,1.3,1.0,R1 reasons longer than o3 on the same prompt\n"
+        "claude-3-7-sonnet,qwen3-32b,1.5,1.1,Qwen3-32B thinking mode vs Claude extended thinking\n"
+    )
+    # Team budgets per calendar month (USD); code-assist and legal run out before month end.
+    (cat / "budgets.csv").write_text(
+        "team,monthly_usd,soft_pct\n"
+        "search,4000,80\n"
+        "support,4500,80\n"
+        "code-assist,2500,80\n"
+        "data-science,2500,75\n"
+        "legal,900,80\n"
+        "growth,3000,80\n"
+    )
 
 
 def _price_files(landing: Path) -> None:

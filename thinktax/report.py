@@ -482,7 +482,147 @@ h3{font-size:15px;margin:18px 0 2px} .sub{color:#555;margin:0 0 16px}
 .caption{color:#444;font-size:13px;margin:0 0 4px} .verdict{font-weight:normal;color:#555}
 table.alerts{border-collapse:collapse;font-size:13px} table.alerts td,table.alerts th{border:1px solid #ddd;padding:4px 8px}
 .num{text-align:right} footer{margin-top:32px;color:#777;font-size:12px}
+.multiples{display:flex;flex-wrap:wrap;gap:8px}
 """
+
+
+def forecast_chart(rows: list[dict]) -> str:
+    """Monthly forecast bars (API blue, self-hosted green, side by side) with 80 % (thick) and 95 % (thin)
+    interval whiskers; the observed part of a month under way is drawn darker."""
+    months = sorted({r["month"] for r in rows})
+    series = [("api", "#2b6cb0", "#1a4472"), ("self_hosted", "#2f855a", "#1c5236")]
+    by = {(r["month"], r["serving"]): r for r in rows}
+    peak = max([float(r["hi95_usd"] if r["hi95_usd"] is not None else r["forecast_usd"]) for r in rows] + [1.0])
+    top, step = axis_max(peak)
+    f = Frame(width=1200, height=320, left=80)
+    body = _y_axis(f, top, step, lambda v: "$" + short(v))
+    slot = f.pw / max(len(months), 1)
+    bar = slot * 0.8 / len(series)
+
+    def py(v: float) -> float:
+        return f.top + f.ph - f.ph * v / top
+
+    for i, m in enumerate(months):
+        for j, (serving, colour, dark) in enumerate(series):
+            r = by.get((m, serving))
+            if r is None:
+                continue
+            x = f.left + i * slot + slot * 0.1 + j * bar
+            fc, obs = float(r["forecast_usd"]), float(r["observed_usd"] or 0)
+            body.append(f'<rect x="{x:.1f}" y="{py(fc):.1f}" width="{bar - 4:.1f}" height="{py(0) - py(fc):.1f}" fill="{colour}">'
+                        f'<title>{esc(serving)} {m:%Y-%m}: {esc(usd(fc))} ({esc(r["method"])})</title></rect>')
+            if obs > 0:
+                body.append(f'<rect x="{x:.1f}" y="{py(obs):.1f}" width="{bar - 4:.1f}" height="{py(0) - py(obs):.1f}" fill="{dark}"/>')
+            cx = x + (bar - 4) / 2
+            if r["lo95_usd"] is not None:
+                body.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{py(float(r["lo95_usd"])):.1f}" y2="{py(float(r["hi95_usd"])):.1f}" stroke="#000" stroke-width="1"/>')
+                body.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{py(float(r["lo80_usd"])):.1f}" y2="{py(float(r["hi80_usd"])):.1f}" stroke="#000" stroke-width="4"/>')
+        body.append(f'<text x="{f.left + i * slot + slot / 2:.1f}" y="{f.top + f.ph + 18}" class="lab" text-anchor="middle">{m:%Y-%m}</text>')
+    return legend([("API", "#2b6cb0"), ("self-hosted", "#2f855a")]) + _svg(f, body, "Spend forecast per month with 80 % and 95 % intervals")
+
+
+def _forecast(con) -> str:
+    if not _exists(con, "marts.spend_forecast"):
+        return '<p class="note">marts.spend_forecast is not in this warehouse yet.</p>'
+    rows = _rows(con, "SELECT * FROM marts.spend_forecast WHERE scope = 'all' ORDER BY month, serving")
+    if not rows:
+        return '<p class="note">No spend to forecast yet.</p>'
+    table = _table(["month", "serving", "forecast", "80 % interval", "95 % interval", "method", "backtest MAPE"],
+                   [[f"{r['month']:%Y-%m}", r["serving"], usd(r["forecast_usd"]),
+                     "—" if r["lo80_usd"] is None else f"{usd(r['lo80_usd'])} – {usd(r['hi80_usd'])}",
+                     "—" if r["lo95_usd"] is None else f"{usd(r['lo95_usd'])} – {usd(r['hi95_usd'])}",
+                     r["method"], "—" if r["backtest_mape_pct"] is None else f"{r['backtest_mape_pct']:.1f}%"]
+                    for r in rows], {2, 3, 4, 6})
+    return forecast_chart(rows) + table
+
+
+def _outlook(con) -> str:
+    if not _exists(con, "marts.breakeven_outlook"):
+        return '<p class="note">marts.breakeven_outlook is not in this warehouse yet.</p>'
+    rows = _rows(con, "SELECT * FROM marts.breakeven_outlook ORDER BY model, to_model, threshold_usd_per_month, deployment")
+    if not rows:
+        return '<p class="note">No reasoning API model has a candidate deployment or substitution.</p>'
+
+    def ym(d) -> str:
+        return "—" if d is None else f"{d:%Y-%m}"
+
+    return _table(["API model", "moved to", "deployment", "self-host / month", "last full month", "expected", "earliest",
+                   "latest", "status", "offer"],
+                  [[r["model"], r["to_model"] + ("" if r["model"] == r["to_model"] else
+                                                 f" (thinking ×{r['thinking_ratio']:g}, output ×{r['output_ratio']:g})"),
+                    f"{r['deployment']} ×{r['deployments_needed'] or 1}", usd(r["threshold_usd_per_month"]),
+                    usd(r["last_full_month_api_spend_usd"]), ym(r["crossing_month_expected"]),
+                    ym(r["crossing_month_earliest"]), ym(r["crossing_month_latest"]), r["status"], r["offer"] or "own price"]
+                   for r in rows], {3, 4})
+
+
+def burndown_chart(team: str, month: dt.date, points: list[tuple[dt.date, float]], r: dict) -> str:
+    """One team's month: cumulative spend per day (solid), the projection at the burn rate to month end
+    (dashed, with its 95 % band at the end), the budget (red) and the soft limit (orange)."""
+    days_in_month = (month.replace(day=28) + dt.timedelta(days=4)).replace(day=1) - dt.timedelta(days=1)
+    n_days = days_in_month.day
+    budget, soft = float(r["budget_usd"]), float(r["soft_usd"])
+    proj, hi = float(r["projected_month_end_usd"]), float(r["projected_month_end_hi95_usd"])
+    cumulative = [v for _, v in points]
+    top, step = axis_max(max([budget * 1.1, hi, *cumulative, 1e-9]))
+    f = Frame(width=380, height=190, left=62, right=12, top=24, bottom=30)
+    body = _y_axis(f, top, step, lambda v: "$" + short(v))
+
+    def px(day: int) -> float:
+        return f.left + f.pw * day / n_days
+
+    def py(v: float) -> float:
+        return f.top + f.ph - f.ph * v / top
+
+    body.append(f'<text x="{f.left}" y="14" class="lab">{esc(team)}: {esc(r["status"])}</text>')
+    for limit, colour in ((budget, "#c53030"), (soft, "#dd6b20")):
+        body.append(f'<line x1="{f.left}" x2="{f.left + f.pw}" y1="{py(limit):.1f}" y2="{py(limit):.1f}" stroke="{colour}" stroke-width="1.5"/>')
+    pts = " ".join(f"{px(d.day):.1f},{py(v):.1f}" for d, v in points)
+    body.append(f'<polyline points="{pts}" fill="none" stroke="#2b6cb0" stroke-width="2"/>')
+    if r["days_remaining"] and cumulative:
+        x0, y0 = px(r["last_day"].day), py(cumulative[-1])
+        body.append(f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{px(n_days):.1f}" y2="{py(proj):.1f}" stroke="#2b6cb0" stroke-dasharray="5,4"/>')
+        body.append(f'<line x1="{px(n_days):.1f}" x2="{px(n_days):.1f}" y1="{py(float(r["projected_month_end_lo95_usd"])):.1f}" '
+                    f'y2="{py(hi):.1f}" stroke="#000" stroke-width="3"/>')
+    if r["runs_out_on"]:
+        x = px(r["runs_out_on"].day)
+        body.append(f'<circle cx="{x:.1f}" cy="{py(budget):.1f}" r="5" fill="none" stroke="#c53030" stroke-width="2">'
+                    f'<title>runs out on {r["runs_out_on"]}</title></circle>')
+    for d in (1, 10, 20, n_days):
+        body.append(f'<text x="{px(d):.1f}" y="{f.top + f.ph + 16}" class="tick" text-anchor="middle">{d}</text>')
+    return _svg(f, body, f"Budget burn-down of {team}, {month:%Y-%m}")
+
+
+def _budgets(con) -> str:
+    if not _exists(con, "marts.budget_status"):
+        return '<p class="note">marts.budget_status is not in this warehouse yet.</p>'
+    rows = _rows(con, "SELECT * FROM marts.budget_status WHERE month = (SELECT max(month) FROM marts.budget_status) ORDER BY team")
+    if not rows:
+        return '<p class="note">No budgets (catalog/budgets.csv) yet.</p>'
+    bars = []
+    for r in rows:
+        spent, proj, budget = float(r["spent_usd"]), float(r["projected_month_end_usd"]), float(r["budget_usd"])
+        note = (f"{usd(spent)} spent, {usd(proj)} projected of {usd(budget)}"
+                + (f"; runs out {r['runs_out_on']}" if r["runs_out_on"] else ""))
+        bars.append((str(r["team"]), [(spent, "#2b6cb0"), (max(proj - spent, 0.0), "#a3bffa")], note))
+    month = rows[0]["month"]
+    daily = _rows(con, """
+        SELECT team, day, sum(sum(cost_usd)) OVER (PARTITION BY team ORDER BY day) AS cumulative_usd
+        FROM marts.daily_spend WHERE source IN ('api_usage', 'self_hosted') AND date_trunc('month', day) = ?
+        GROUP BY team, day ORDER BY team, day""", [month])
+    cum: dict[str, list[tuple[dt.date, float]]] = {}
+    for d in daily:
+        cum.setdefault(d["team"], []).append((d["day"], float(d["cumulative_usd"])))
+    charts = "".join(burndown_chart(str(r["team"]), month, cum.get(r["team"], []), r) for r in rows)
+    return (legend([("cumulative spend", "#2b6cb0"), ("budget", "#c53030"), ("soft limit", "#dd6b20")])
+            + f'<div class="multiples">{charts}</div>'
+            + legend([("spent", "#2b6cb0"), ("projected to month end", "#a3bffa")])
+            + hbars(bars, usd, f"Budget burn-down {month:%Y-%m}")
+            + _table(["team", "budget", "spent", "burn / day", "projected (95 %)", "runs out on", "status"],
+                     [[r["team"], usd(r["budget_usd"]), usd(r["spent_usd"]), usd(r["burn_usd_per_day"]),
+                       f"{usd(r['projected_month_end_usd'])} ({usd(r['projected_month_end_lo95_usd'])} – "
+                       f"{usd(r['projected_month_end_hi95_usd'])})", str(r["runs_out_on"] or "—"), r["status"]]
+                      for r in rows], {1, 2, 3, 4}))
 
 
 def build_html(con: duckdb.DuckDBPyConnection) -> str:
@@ -519,6 +659,14 @@ def build_html(con: duckdb.DuckDBPyConnection) -> str:
          _tiers(con, first_day, last_day)),
         ("Self-host break-even per reasoning model", "Latest month: API cost grows with every call; a self-hosted deployment costs the same "
          "each month up to its capacity, then another one is needed (the step function).", _breakeven(con)),
+        ("Spend forecast", "All spend, API and self-hosted, for the months ahead (marts.spend_forecast): the bar is the "
+         "expected spend (darker: already observed), the thick whisker the 80 % interval, the thin one the 95 % interval. "
+         "The method is chosen per series by a 30-day backtest; its error (MAPE) is shown.", _forecast(con)),
+        ("Break-even outlook per model and substitution", "The month forecast API spend first reaches what self-hosting the "
+         "peak load would cost (marts.breakeven_outlook): expected, earliest (upper 95 % bound) and latest (lower 95 % bound).",
+         _outlook(con)),
+        ("Team budgets", "The latest month: spend so far and projected to month end at the month's burn rate "
+         "(marts.budget_status, catalog/budgets.csv).", _budgets(con)),
         ("Alert state", "The break-even alert: its current state per model (ops.alert_state) and the alerts sent (ops.alerts).", _alerts(con)),
     ]
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

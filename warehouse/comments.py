@@ -476,3 +476,170 @@ def apply(con: duckdb.DuckDBPyConnection) -> list[str]:
             continue
         con.execute(f"COMMENT ON COLUMN {_ident(schema)}.{_ident(name)}.{_ident(column)} IS {_literal(text)}")
     return missing
+
+
+# -- looking ahead (issue 18): forecast, outlook, substitution, budgets, peak load, offers -----------
+# Money columns are DECIMAL(18,6) even where the figure was computed in floats (the forecast and its
+# intervals: statsmodels; the budget interval: DOUBLE in SQL), rounded to the micro-dollar.
+_FLOAT_MONEY = " (computed in floats, stored as DECIMAL(18,6))"
+TABLES.update({
+    "marts.spend_forecast": "API and self-hosted spend forecast per month with 80 % and 95 % intervals, the method and its "
+                            "backtest error. grain: month x scope (all/team/model) x scope_value x serving.",
+    "marts.deployment_offers": "Every GPU price sheet row in force that can host each deployment, its monthly cost and rank. "
+                               "grain: deployment x offer.",
+    "marts.peak_capacity": "Deployments needed for the p99 hour of concurrent calls of the last 30 days. grain: deployment x from_model.",
+    "marts.substitution_breakeven": "Moving an API model's traffic to a self-hosted deployment of another model, token volumes "
+                                    "scaled. grain: month x from_model x to_model x deployment.",
+    "marts.breakeven_outlook": "The month forecast API spend first reaches the monthly cost of the deployments the peak needs. "
+                               "grain: model x to_model x deployment.",
+})
+_MONTHS = "month (DATE, first of the month)"
+COLUMNS.update({
+    "marts.spend_forecast": {
+        "month": _d("Calendar month forecast (the first one may be under way: observed_usd is already in it)", _MONTHS),
+        "scope": _d("'all' (every cost), 'team' or 'model'", LABEL),
+        "scope_value": _d("'*' for scope all, else the team or the model key", LABEL),
+        "serving": _d("'api' (API calls at list price) or 'self_hosted' (node cost allocated to calls, idle included)", LABEL),
+        "observed_usd": _d("Spend already observed in the month, up to last_day", USD),
+        "forecast_days": _d("Days of the month after last_day that are forecast", COUNT),
+        "forecast_usd": _d("observed_usd + the point forecast of the remaining days" + _FLOAT_MONEY, USD),
+        "lo80_usd": _d("Lower bound of the 80 % interval (10th percentile of 1,000 simulated paths)" + _FLOAT_MONEY, USD),
+        "hi80_usd": _d("Upper bound of the 80 % interval (90th percentile)" + _FLOAT_MONEY, USD),
+        "lo95_usd": _d("Lower bound of the 95 % interval (2.5th percentile)" + _FLOAT_MONEY, USD),
+        "hi95_usd": _d("Upper bound of the 95 % interval (97.5th percentile)" + _FLOAT_MONEY, USD),
+        "method": _d("'ETS(A,N,N)' or 'ETS(A,Ad,N) phi=<damping>' (statsmodels, chosen by backtest), "
+                     "'ETS(A,N,N) (no backtest)', or a stated fallback: 'fallback_mean_rate', 'fallback_single_day', "
+                     "'no_spend_in_history'", LABEL),
+        "backtest_mape_pct": _d("Mean absolute percentage error of the method's 30-day totals on the held-back windows "
+                                "(NULL: no backtest)", "percent"),
+        "backtest_windows": _d("Held-back 30-day windows the backtest used", COUNT),
+        "backtest_covered80": _d("Backtest windows whose actual total fell inside the 80 % interval", COUNT),
+        "backtest_covered95": _d("Backtest windows whose actual total fell inside the 95 % interval", COUNT),
+        "history_days": _d("Days of history the series had (its first day with spend to last_day)", COUNT),
+        "last_day": _d("The last day with calls in the warehouse: the forecast starts the day after", DAY),
+    },
+    "marts.deployment_offers": {
+        "deployment": _d("Candidate self-host set-up (deployments.csv)", LABEL),
+        "model": _d("Model key of the deployment", LABEL),
+        "gpu_type": _d("GPU type (GPU table name)", LABEL),
+        "gpus": _d("GPUs in one deployment", COUNT),
+        "provider": _d("Provider of the price sheet row", LABEL),
+        "region": _d("Region of the price sheet row", LABEL),
+        "instance_type": _d("Instance type of the price sheet row", LABEL),
+        "pricing": _d("'on_demand', 'spot', 'reserved'...", LABEL),
+        "gpus_per_node": _d("GPUs per instance (node) of the offer", COUNT),
+        "nodes_needed": _d("ceil(gpus / gpus_per_node)", COUNT),
+        "offer": _d("provider/region/instance_type/pricing", LABEL),
+        "usd_per_gpu_hour": _d("Price of the offer", "USD per GPU-hour"),
+        "self_host_usd_per_month": _d("gpus x usd_per_gpu_hour x hours_per_month", "USD per month"),
+        "rank": _d("1 = cheapest offer of the deployment (ties: provider, region, instance type, pricing)", COUNT),
+        "same_provider": _d("True when the offer is of the deployment's provider (or it names none)", BOOL),
+        "is_used": _d("True for the offer the break-even takes: the cheapest on-demand one of the deployment's provider, "
+                      "when deployments.csv gives no price", BOOL),
+    },
+    "marts.peak_capacity": {
+        "deployment": _d("Candidate self-host set-up", LABEL),
+        "from_model": _d("Model whose traffic is served (the deployment's own model, or a substitution's from_model)", LABEL),
+        "to_model": _d("Model the deployment serves", LABEL),
+        "window_start": _d("First day of the 30-day peak window", DAY),
+        "window_end": _d("Last day of the peak window (the last day with calls)", DAY),
+        "hours": _d("Hours of marts.peak_concurrency in the window", COUNT),
+        "peak_calls": _d("99th percentile (nearest rank) over the window's hours of p99_concurrent_calls", "calls in flight"),
+        "profile_month": _d("Month of the p95 call profile used", _MONTHS),
+        "prompt_tokens": _d("p95 prompt tokens", TOKENS),
+        "thinking_tokens": _d("p95 thinking tokens x thinking_ratio", TOKENS),
+        "output_tokens": _d("p95 output tokens x output_ratio", TOKENS),
+        "kv_gb_per_call": _d("KV cache one p95 call holds on the deployment (copies under tensor parallelism included)", "GB (10^9 bytes)"),
+        "max_concurrent_calls": _d("p95 calls one deployment holds at once (models.sizing)", COUNT),
+        "fits": _d("True when at least one p95 call fits", BOOL),
+        "deployments_needed": _d("max(1, ceil(peak_calls / max_concurrent_calls)); NULL if it does not fit", COUNT),
+    },
+    "marts.substitution_breakeven": {
+        "month": _d("Month of the observed API traffic of from_model", _MONTHS),
+        "from_model": _d("API model whose traffic would move", LABEL),
+        "to_model": _d("Self-hosted model it would move to", LABEL),
+        "deployment": _d("Deployment of to_model", LABEL),
+        "thinking_ratio": _d("to_model thinking tokens per from_model thinking token (substitutions.csv)", "ratio"),
+        "output_ratio": _d("to_model output tokens per from_model output token", "ratio"),
+        "gpu_type": _d("GPU type of the deployment", LABEL),
+        "gpus": _d("GPUs in one deployment", COUNT),
+        "precision": _d("Weight precision", LABEL),
+        "api_calls": _d("Priced API calls of from_model in the month", COUNT),
+        "api_spend_usd": _d("API spend on from_model in the month (what moving would stop paying)", USD),
+        "api_cost_per_call_usd": _d("api_spend_usd / api_calls", "USD per call"),
+        "usd_per_gpu_hour": _d("GPU price used", "USD per GPU-hour"),
+        "usd_per_gpu_hour_source": _d("'deployment' or 'gpu_price_sheet'", LABEL),
+        "offer": _d("The price sheet offer used (provider/region/instance_type/pricing); NULL for a deployment's own price", LABEL),
+        "self_host_usd_per_month": _d("Monthly cost of one deployment", "USD per month"),
+        "calls_per_minute": _d("Calls per minute of one deployment on the scaled p50 profile (given or estimated)", "calls per minute"),
+        "capacity_calls_per_month": _d("calls_per_minute x 60 x hours_per_month", "calls per month"),
+        "deployments_needed": _d("max(1, ceil(api_calls / capacity)); NULL if infeasible", COUNT),
+        "breakeven_calls_per_month": _d("self_host_usd_per_month / api_cost_per_call_usd", "calls per month"),
+        "breakeven_api_spend_usd": _d("API spend at the break-even volume", "USD per month"),
+        "savings_usd": _d("api_spend_usd - deployments_needed x self_host_usd_per_month (NULL if infeasible)", USD),
+        "fits": _d("True when a scaled p95 call fits the deployment", BOOL),
+        "verdict": _d("'self_host', 'stay_on_api' or 'infeasible'", LABEL),
+    },
+    "marts.breakeven_outlook": {
+        "model": _d("Reasoning model bought through an API (the traffic)", LABEL),
+        "to_model": _d("Model of the deployment: the model itself, or a substitution's to_model", LABEL),
+        "deployment": _d("Candidate self-host set-up of to_model", LABEL),
+        "threshold_usd_per_month": _d("deployments_needed x self_host_usd_per_month: what self-hosting the peak costs", "USD per month"),
+        "crossing_month_expected": _d("First forecast month whose forecast_usd reaches the threshold (NULL: not within the horizon)", _MONTHS),
+        "crossing_month_earliest": _d("First forecast month whose hi95_usd reaches it", _MONTHS),
+        "crossing_month_latest": _d("First forecast month whose lo95_usd reaches it", _MONTHS),
+        "status": _d("'crossed' (the last full month already reached it), 'within_horizon', 'not_within_horizon', "
+                     "'infeasible' (does not fit), 'no_forecast' (no API spend series)", LABEL),
+        "months_until_expected": _d("Months from the first forecast month to the expected crossing (0 = the month under way)", COUNT),
+        "deployments_needed": _d("Deployments the p99 peak hour needs (marts.peak_capacity)", COUNT),
+        "self_host_usd_per_month": _d("Monthly cost of one deployment", "USD per month"),
+        "usd_per_gpu_hour": _d("GPU price used", "USD per GPU-hour"),
+        "offer": _d("The price sheet offer used; NULL for a deployment's own price", LABEL),
+        "last_full_month": _d("The last calendar month fully observed", _MONTHS),
+        "last_full_month_api_spend_usd": _d("API spend on the model in last_full_month", USD),
+        "thinking_ratio": _d("Thinking token scaling (1 for the model itself)", "ratio"),
+        "output_ratio": _d("Output token scaling (1 for the model itself)", "ratio"),
+    },
+    "marts.peak_concurrency": {
+        "model": _d("Model key", LABEL),
+        "hour": _d("Start of the UTC hour", TS),
+        "day": _d("UTC day of the hour", DAY),
+        "calls_started": _d("Calls that started in the hour", COUNT),
+        "p50_concurrent_calls": _d("Time-weighted median of calls in flight over the hour", "calls in flight"),
+        "p95_concurrent_calls": _d("Time-weighted 95th percentile of calls in flight", "calls in flight"),
+        "p99_concurrent_calls": _d("Time-weighted 99th percentile of calls in flight", "calls in flight"),
+        "max_concurrent_calls": _d("Most calls in flight at any moment of the hour", "calls in flight"),
+        "mean_concurrent_calls": _d("Call-seconds in the hour / 3,600", "calls in flight"),
+        "p95_profile_tokens": _d("prompt + thinking + output tokens of the month's p95 profile", TOKENS),
+        "kv_bytes_per_token_bf16": _d("KV bytes one token holds at bf16 (core.call_kv)", "bytes per token"),
+        "kv_gb_p99_at_p95_profile": _d("p99_concurrent_calls x p95_profile_tokens x kv_bytes_per_token_bf16 / 1e9", "GB (10^9 bytes)"),
+        "calls_without_latency": _d("Calls of the model that day left out for lack of latency_ms", COUNT),
+    },
+    "marts.budget_status": {
+        "team": _d("Team (budgets.csv)", LABEL),
+        "month": _d("Calendar month", _MONTHS),
+        "budget_usd": _d("The team's monthly budget", USD),
+        "soft_pct": _d("Percent of the budget at which budget_soft fires", "percent"),
+        "soft_usd": _d("budget_usd x soft_pct / 100", USD),
+        "spent_usd": _d("The team's API and self-hosted spend in the month up to last_day", USD),
+        "days_elapsed": _d("Days of the month with data so far (from the first day with data)", COUNT),
+        "days_remaining": _d("Days of the month after last_day", COUNT),
+        "burn_usd_per_day": _d("spent_usd / days_elapsed", "USD per day"),
+        "projected_month_end_usd": _d("spent_usd + burn_usd_per_day x days_remaining", USD),
+        "projected_month_end_lo95_usd": _d("projected - 1.96 x daily sd x sqrt(days_remaining), at least spent_usd" + _FLOAT_MONEY, USD),
+        "projected_month_end_hi95_usd": _d("projected + 1.96 x daily sd x sqrt(days_remaining)" + _FLOAT_MONEY, USD),
+        "share_of_budget_spent": _d("spent_usd / budget_usd (above 1 once the budget is exceeded)", FRACTION),
+        "runs_out_on": _d("First day whose cumulative spend reaches the budget, observed or projected at the burn rate; "
+                          "NULL when it does not within the month", DAY),
+        "runs_out_projected": _d("True when runs_out_on is projected, false when observed", BOOL),
+        "status": _d("'hard' (spent >= budget), 'soft' (spent >= soft_usd) or 'ok'", LABEL),
+        "last_day": _d("The last day with calls in the warehouse", DAY),
+    },
+})
+COLUMNS["ops.settings"]["alert_warn_months"] = _d(
+    "breakeven_ahead warns when the expected crossing is at most this many months away ([alert] warn_months)", "months")
+COLUMNS["ops.settings"]["forecast_horizon_months"] = _d(
+    "Months marts.spend_forecast covers after the last day with data ([forecast] horizon_months)", "months")
+COLUMNS["marts.self_host_breakeven"]["offer"] = _d(
+    "The price sheet offer a sheet-priced deployment took (provider/region/instance_type/pricing, the cheapest on-demand "
+    "one of its provider and GPU); NULL where deployments.csv gives the price", LABEL)

@@ -31,7 +31,9 @@ the deployments, sized on its model's p50 and p95 profiles of the newest month w
 calls of the deployment's model, ``models.breakeven.evaluate`` with the observed API calls and
 spend (unpriced calls, see ``marts.unpriced_usage``, are left out of both), the month's p95
 profile deciding ``fits`` and the p50 profile the estimated capacity. ``deployments_needed`` and
-``savings_usd`` are NULL where the verdict is ``infeasible``. Money is DECIMAL(18,6) (rounded
+``savings_usd`` are NULL where the verdict is ``infeasible``. ``offer`` names the price sheet row a
+sheet-priced deployment took (``provider/region/instance_type/pricing``: the cheapest on-demand one
+of its provider whose instance holds its GPUs, as ``marts.deployment_offers`` marks it), NULL where deployments.csv gives the price. Money is DECIMAL(18,6) (rounded
 half-even); ``breakeven_calls_per_month`` is computed from the unrounded cost per call.
 """
 
@@ -83,7 +85,7 @@ SELF_HOST_BREAKEVEN_SCHEMA = pa.schema([
     ("capacity_calls_per_month", pa.float64()), ("deployments_needed", pa.int64()),
     ("breakeven_calls_per_month", pa.float64()), ("breakeven_api_spend_usd", USD6),
     ("breakeven_within_capacity", pa.bool_()), ("savings_usd", USD6),
-    ("fits", pa.bool_()), ("verdict", pa.string()), ("build_id", pa.string()),
+    ("fits", pa.bool_()), ("verdict", pa.string()), ("offer", pa.string()), ("build_id", pa.string()),
 ])
 
 
@@ -200,13 +202,25 @@ def _gpu_key(name: str) -> str:
 
 def on_demand_prices(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], Decimal]:
     """``(provider, GPU table key) -> cheapest on-demand USD per GPU-hour in force now``."""
-    rows = con.execute("SELECT provider, gpu_type, usd_per_gpu_hour FROM core.gpu_price_versions "
-                       "WHERE pricing = 'on_demand' AND effective_to IS NULL").fetchall()
-    best: dict[tuple[str, str], Decimal] = {}
-    for provider, gpu_type, price in rows:
+    return {k: v[0] for k, v in on_demand_offers(con).items()}
+
+
+def offer_label(provider: str, region: str | None, instance_type: str | None, pricing: str) -> str:
+    """How a price sheet row is named in the marts: 'nebius/eu-north1/gpu-h200-sxm_8gpu.../on_demand'."""
+    return "/".join([provider, region or "-", instance_type or "-", pricing])
+
+
+def on_demand_offers(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], tuple[Decimal, str]]:
+    """``(provider, GPU table key) -> (cheapest on-demand USD per GPU-hour in force now, its offer label)``;
+    ties go to the first label in sort order."""
+    rows = con.execute("SELECT provider, gpu_type, usd_per_gpu_hour, region, instance_type, pricing "
+                       "FROM core.gpu_price_versions WHERE pricing = 'on_demand' AND effective_to IS NULL "
+                       "ORDER BY usd_per_gpu_hour, provider, region, instance_type").fetchall()
+    best: dict[tuple[str, str], tuple[Decimal, str]] = {}
+    for provider, gpu_type, price, region, instance_type, pricing in rows:
         key = (provider, _gpu_key(gpu_type))
-        if key not in best or price < best[key]:
-            best[key] = price
+        if key not in best:
+            best[key] = (price, offer_label(provider, region, instance_type, pricing))
     return best
 
 
@@ -266,7 +280,7 @@ def self_host_breakeven_rows(
     cands: Iterable[Candidate],
     profiles: dict[tuple[str, dt.date], dict[str, CallProfile]],
     months: list[tuple[str, dt.date, int, Decimal]],
-    prices: dict[tuple[str, str], Decimal],
+    prices: dict[tuple[str, str], tuple[Decimal, str]],
     hours_per_month: Decimal,
     build_id: str | None,
     skipped: list[str],
@@ -281,9 +295,10 @@ def self_host_breakeven_rows(
         if c.model_key not in by_model:
             skipped.append(f"self_host_breakeven {c.deployment}: no priced API calls of {c.model_key!r}")
             continue
-        price, price_source = c.usd_per_gpu_hour, "deployment"
+        price, price_source, offer = c.usd_per_gpu_hour, "deployment", None
         if price is None:
-            price, price_source = prices.get((c.provider or "", d.gpu.name)), "gpu_price_sheet"
+            price, offer = prices.get(c.deployment) or prices.get((c.provider or "", d.gpu.name), (None, None))
+            price_source = "gpu_price_sheet"
         if price is None:
             skipped.append(f"self_host_breakeven {c.deployment}: no usd_per_gpu_hour and no on-demand price "
                            f"for ({c.provider}, {d.gpu.name}) in the GPU price sheets")
@@ -313,7 +328,7 @@ def self_host_breakeven_rows(
                 "breakeven_api_spend_usd": None if b.breakeven_api_spend_usd is None else quantize_usd(b.breakeven_api_spend_usd),
                 "breakeven_within_capacity": b.breakeven_within_capacity,
                 "savings_usd": None if b.savings_usd is None else quantize_usd(b.savings_usd),
-                "fits": fits, "verdict": b.verdict, "build_id": build_id,
+                "fits": fits, "verdict": b.verdict, "offer": offer, "build_id": build_id,
             })
     return rows
 
@@ -350,7 +365,13 @@ def build_self_host_breakeven(con: duckdb.DuckDBPyConnection) -> Built:
     built = Built(SELF_HOST_BREAKEVEN)
     hours, build_id = _settings(con)
     cands = candidates(con, built.skipped)
-    rows = self_host_breakeven_rows(cands, call_profiles(con), api_months(con), on_demand_prices(con),
+    from warehouse.outlook import offers  # noqa: PLC0415 - outlook imports this module
+
+    # the offer each deployment takes (marts.deployment_offers: an instance that holds its GPUs),
+    # else the cheapest on-demand price of its provider and GPU
+    _, used = offers(con, cands, hours, build_id)
+    prices: dict = on_demand_offers(con) | {name: (p, o) for name, (p, src, o) in used.items() if src == "gpu_price_sheet"}
+    rows = self_host_breakeven_rows(cands, call_profiles(con), api_months(con), prices,
                                     hours, build_id, built.skipped)
     built.rows = _write(con, SELF_HOST_BREAKEVEN, rows, SELF_HOST_BREAKEVEN_SCHEMA)
     return _finish(built)

@@ -239,6 +239,16 @@ def suites(now: dt.datetime) -> dict[str, Suite]:
             between("gpu_mem_gb", 1, 1000, "GPU memory in GB (10^9 bytes) per GPU"),
             between("calls_per_minute", 0, None, "a throughput cannot be negative"),
         )),
+        Suite("stg.substitutions", (
+            *not_null("from_model", "to_model", "thinking_ratio", "output_ratio"),
+            between("thinking_ratio", 0, 100, "to_model thinks 0 to 100 times as many tokens as from_model"),
+            between("output_ratio", 0, 100, "to_model answers with 0 to 100 times as many tokens as from_model"),
+        )),
+        Suite("stg.budgets", (
+            *not_null("team", "monthly_usd", "soft_pct"),
+            between("monthly_usd", 0, None, "a budget cannot be negative"),
+            between("soft_pct", 0, 100, "the soft limit is a percent of the budget"),
+        )),
         Suite("stg.openai_usage", (
             *not_null("bucket_start", "bucket_end"),
             *non_negative("input_tokens", "input_cached_tokens", "output_tokens", "num_model_requests"),

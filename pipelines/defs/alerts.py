@@ -16,6 +16,7 @@ from warehouse.transform import load_models
 
 
 BREAKEVEN = dg.AssetKey(["marts", "self_host_breakeven"])  # per-model thresholds (pipelines/defs/economics_assets.py)
+OUTLOOK = dg.AssetKey(["marts", "breakeven_outlook"])  # breakeven_ahead warnings
 
 
 class AlertConfig(dg.Config):
@@ -24,7 +25,7 @@ class AlertConfig(dg.Config):
 
 @dg.asset(
     key=ALERTS,
-    deps=[key_of(m.table) for m in load_models()] + [INGESTED, QUARANTINE, BREAKEVEN],
+    deps=[key_of(m.table) for m in load_models()] + [INGESTED, QUARANTINE, BREAKEVEN, OUTLOOK],
     group_name="publish",
     kinds={"duckdb"},
     description="Break-even alert: reasoning API spend per month vs. the cheapest feasible self-hosted "

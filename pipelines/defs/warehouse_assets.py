@@ -212,7 +212,9 @@ sql_checks = [_sql_check(c) for c in load_checks()]
     key=PUBLISHED,
     # every staging table too: a failing blocking check on one that no SQL model reads must still stop the publish
     deps=[key_of(m.table) for m in load_models()] + [key_of(t) for t in staging_tables()]
-    + [INGESTED, QUARANTINE, ALERTS, dg.AssetKey(["marts", "gpu_sizing"]), dg.AssetKey(["marts", "self_host_breakeven"])],
+    + [INGESTED, QUARANTINE, ALERTS, dg.AssetKey(["marts", "gpu_sizing"]), dg.AssetKey(["marts", "self_host_breakeven"]),
+       *[dg.AssetKey(["marts", t]) for t in ("spend_forecast", "deployment_offers", "peak_capacity",
+                                              "substitution_breakeven", "breakeven_outlook")]],
     group_name="publish",
     kinds={"duckdb"},
     description="Atomically replaces the published warehouse with this run's build (after every blocking check passed).",

@@ -1,0 +1,462 @@
+"""Looking ahead: ``marts.spend_forecast``, ``marts.deployment_offers``, ``marts.substitution_breakeven``,
+``marts.peak_capacity`` and ``marts.breakeven_outlook`` (docs/economics.md section 11).
+
+``marts.spend_forecast`` (month x scope x scope_value x serving): every daily spend series of
+``marts.daily_spend`` (sources ``api_usage`` -> serving ``api``, ``self_hosted`` -> ``self_hosted``;
+``api_bill`` and the ``idle`` team left out of the team scope, kept in ``all`` and ``model``) for the
+scopes ``all`` (scope_value ``*``), ``team`` and ``model``, forecast by ``models.forecast`` for
+``forecast_horizon_months`` months after the last day with calls.
+
+``marts.deployment_offers`` (deployment x price sheet row in force): every GPU price sheet row whose
+GPU is the deployment's, its monthly cost ``gpus x usd_per_gpu_hour x hours_per_month`` and rank
+(1 = cheapest; ties by provider, region, instance type, pricing); ``is_used`` marks the offer the
+break-even takes for a deployment without its own price: the cheapest on-demand one of the
+deployment's provider (of any provider when it names none).
+
+``marts.peak_capacity`` (deployment x from_model): the deployments needed to serve the busiest
+hours of the last 30 days: ``peak_calls`` = the 99th percentile (nearest rank) over the hours of the
+30 days ending on the last day of ``p99_concurrent_calls`` (marts.peak_concurrency) of the traffic's
+model; ``max_concurrent_calls`` = models.sizing on the traffic's p95 profile (scaled by the
+substitution's ratios); ``deployments_needed = max(1, ceil(peak_calls / max_concurrent_calls))``.
+
+``marts.substitution_breakeven`` (month x from_model x to_model x deployment): as
+``marts.self_host_breakeven`` but for moving from_model's API traffic to a deployment of to_model,
+the profiles scaled by catalog/substitutions.csv (thinking x thinking_ratio, output x output_ratio,
+rounded half-even to whole tokens; the prompt unchanged).
+
+``marts.breakeven_outlook`` (model x to_model x deployment): the monthly cost of the deployments the
+peak needs (``threshold_usd_per_month = deployments_needed x self_host_usd_per_month``) against
+the model's forecast API spend: the first forecast month whose ``forecast_usd`` (expected),
+``hi95_usd`` (earliest) and ``lo95_usd`` (latest) reaches it. ``status``: ``crossed`` when the last
+full month's API spend already reached it, ``within_horizon`` when the expected crossing is in the
+forecast, ``not_within_horizon`` when it is not (crossing_month_expected NULL), ``infeasible``
+when the model does not fit the deployment (all three months NULL), ``no_forecast`` when the model
+has no API spend series.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import replace
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from models.breakeven import capacity_calls_per_month, evaluate, quantize_usd, self_host_usd_per_month
+from models.forecast import forecast_daily, month_end, month_start
+from models.sizing import size
+from models.spec import CallProfile
+from models.throughput import estimate_throughput
+from warehouse.economics import (
+    USD6, Built, Candidate, _finish, _gpu_key, _records, _settings, _write, api_months, call_profiles, candidates,
+    offer_label,
+)
+
+SPEND_FORECAST = "marts.spend_forecast"
+DEPLOYMENT_OFFERS = "marts.deployment_offers"
+PEAK_CAPACITY = "marts.peak_capacity"
+SUBSTITUTION_BREAKEVEN = "marts.substitution_breakeven"
+BREAKEVEN_OUTLOOK = "marts.breakeven_outlook"
+DEFAULT_HORIZON_MONTHS = 6
+PEAK_WINDOW_DAYS = 30
+
+SPEND_FORECAST_SCHEMA = pa.schema([
+    ("month", pa.date32()), ("scope", pa.string()), ("scope_value", pa.string()), ("serving", pa.string()),
+    ("observed_usd", USD6), ("forecast_days", pa.int32()), ("forecast_usd", USD6),
+    ("lo80_usd", USD6), ("hi80_usd", USD6), ("lo95_usd", USD6), ("hi95_usd", USD6),
+    ("method", pa.string()), ("backtest_mape_pct", pa.float64()), ("backtest_windows", pa.int32()),
+    ("backtest_covered80", pa.int32()), ("backtest_covered95", pa.int32()),
+    ("history_days", pa.int32()), ("last_day", pa.date32()), ("build_id", pa.string()),
+])
+DEPLOYMENT_OFFERS_SCHEMA = pa.schema([
+    ("deployment", pa.string()), ("model", pa.string()), ("gpu_type", pa.string()), ("gpus", pa.int32()),
+    ("provider", pa.string()), ("region", pa.string()), ("instance_type", pa.string()), ("pricing", pa.string()),
+    ("gpus_per_node", pa.int32()), ("nodes_needed", pa.int32()), ("offer", pa.string()),
+    ("usd_per_gpu_hour", USD6), ("self_host_usd_per_month", USD6), ("rank", pa.int32()),
+    ("same_provider", pa.bool_()), ("is_used", pa.bool_()), ("build_id", pa.string()),
+])
+PEAK_CAPACITY_SCHEMA = pa.schema([
+    ("deployment", pa.string()), ("from_model", pa.string()), ("to_model", pa.string()),
+    ("window_start", pa.date32()), ("window_end", pa.date32()), ("hours", pa.int64()),
+    ("peak_calls", pa.int64()), ("profile_month", pa.date32()),
+    ("prompt_tokens", pa.int64()), ("thinking_tokens", pa.int64()), ("output_tokens", pa.int64()),
+    ("kv_gb_per_call", pa.float64()), ("max_concurrent_calls", pa.int64()), ("fits", pa.bool_()),
+    ("deployments_needed", pa.int64()), ("build_id", pa.string()),
+])
+SUBSTITUTION_BREAKEVEN_SCHEMA = pa.schema([
+    ("month", pa.date32()), ("from_model", pa.string()), ("to_model", pa.string()), ("deployment", pa.string()),
+    ("thinking_ratio", pa.float64()), ("output_ratio", pa.float64()),
+    ("gpu_type", pa.string()), ("gpus", pa.int32()), ("precision", pa.string()),
+    ("api_calls", pa.int64()), ("api_spend_usd", USD6), ("api_cost_per_call_usd", USD6),
+    ("usd_per_gpu_hour", USD6), ("usd_per_gpu_hour_source", pa.string()), ("offer", pa.string()),
+    ("self_host_usd_per_month", USD6), ("calls_per_minute", pa.float64()),
+    ("capacity_calls_per_month", pa.float64()), ("deployments_needed", pa.int64()),
+    ("breakeven_calls_per_month", pa.float64()), ("breakeven_api_spend_usd", USD6),
+    ("savings_usd", USD6), ("fits", pa.bool_()), ("verdict", pa.string()), ("build_id", pa.string()),
+])
+BREAKEVEN_OUTLOOK_SCHEMA = pa.schema([
+    ("model", pa.string()), ("to_model", pa.string()), ("deployment", pa.string()),
+    ("threshold_usd_per_month", USD6),
+    ("crossing_month_expected", pa.date32()), ("crossing_month_earliest", pa.date32()),
+    ("crossing_month_latest", pa.date32()), ("status", pa.string()),
+    ("months_until_expected", pa.int32()), ("deployments_needed", pa.int64()),
+    ("self_host_usd_per_month", USD6), ("usd_per_gpu_hour", USD6), ("offer", pa.string()),
+    ("last_full_month", pa.date32()), ("last_full_month_api_spend_usd", USD6),
+    ("thinking_ratio", pa.float64()), ("output_ratio", pa.float64()), ("build_id", pa.string()),
+])
+
+
+def _usd(x: float | Decimal | None) -> Decimal | None:
+    return None if x is None else quantize_usd(Decimal(str(round(float(x), 6))) if isinstance(x, float) else Decimal(x))
+
+
+def _setting(con: duckdb.DuckDBPyConnection, column: str, default: int) -> int:
+    cols = {r[0] for r in con.execute("DESCRIBE ops.settings").fetchall()}
+    if column not in cols:
+        return default
+    value = con.execute(f"SELECT {column} FROM ops.settings").fetchall()[0][0]
+    return default if value is None else int(value)
+
+
+def _has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    schema, name = table.split(".")
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+                            [schema, name]).fetchall()[0][0])
+
+
+# --------------------------------------------------------------------------- spend forecast
+_SERIES_SQL = """
+WITH spend AS (
+    SELECT day, CASE source WHEN 'api_usage' THEN 'api' ELSE 'self_hosted' END AS serving, model, team, cost_usd
+    FROM marts.daily_spend WHERE source IN ('api_usage', 'self_hosted') AND cost_usd IS NOT NULL
+),
+grouped AS (
+    SELECT 'all' AS scope, '*' AS scope_value, serving, day, sum(cost_usd) AS usd FROM spend GROUP BY ALL
+    UNION ALL
+    SELECT 'team', team, serving, day, sum(cost_usd) FROM spend WHERE team <> 'idle' GROUP BY ALL
+    UNION ALL
+    SELECT 'model', model, serving, day, sum(cost_usd) FROM spend WHERE model IS NOT NULL GROUP BY ALL
+)
+SELECT scope, scope_value, serving, day, CAST(usd AS DOUBLE) AS usd FROM grouped
+WHERE scope_value IS NOT NULL ORDER BY scope, scope_value, serving, day
+"""
+
+
+def daily_series(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str, str], list[tuple[dt.date, float]]]:
+    out: dict[tuple[str, str, str], list[tuple[dt.date, float]]] = {}
+    for scope, value, serving, day, usd in con.execute(_SERIES_SQL).fetchall():
+        out.setdefault((scope, value, serving), []).append((day, usd))
+    return out
+
+
+def dense(points: list[tuple[dt.date, float]], last_day: dt.date) -> tuple[dt.date, np.ndarray]:
+    """The series from its first day with spend to ``last_day``, 0 on days without a row."""
+    points = [(d, v) for d, v in points if v > 0] or points
+    first = points[0][0]
+    y = np.zeros((last_day - first).days + 1)
+    idx = np.array([(d - first).days for d, _ in points])
+    y[idx] = [v for _, v in points]
+    return first, y
+
+
+def spend_forecast_rows(con: duckdb.DuckDBPyConnection, build_id: str | None, skipped: list[str]) -> list[dict[str, Any]]:
+    last_day = con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
+    if last_day is None:
+        skipped.append("spend_forecast: no calls in the warehouse")
+        return []
+    horizon = _setting(con, "forecast_horizon_months", DEFAULT_HORIZON_MONTHS)
+    rows: list[dict[str, Any]] = []
+    for (scope, value, serving), points in daily_series(con).items():
+        first, y = dense(points, last_day)
+        f = forecast_daily(first, y, last_day, horizon)
+        bt = f.backtest
+        for m in f.months:
+            rows.append({
+                "month": m.month, "scope": scope, "scope_value": value, "serving": serving,
+                "observed_usd": _usd(m.observed_usd), "forecast_days": m.forecast_days,
+                "forecast_usd": _usd(m.forecast_usd),
+                "lo80_usd": _usd(m.lo80_usd), "hi80_usd": _usd(m.hi80_usd),
+                "lo95_usd": _usd(m.lo95_usd), "hi95_usd": _usd(m.hi95_usd),
+                "method": f.method, "backtest_mape_pct": bt.mape_pct, "backtest_windows": bt.windows,
+                "backtest_covered80": bt.covered80, "backtest_covered95": bt.covered95,
+                "history_days": f.history_days, "last_day": last_day, "build_id": build_id,
+            })
+    return rows
+
+
+def build_spend_forecast(con: duckdb.DuckDBPyConnection) -> Built:
+    built = Built(SPEND_FORECAST)
+    _, build_id = _settings(con)
+    built.rows = _write(con, SPEND_FORECAST, spend_forecast_rows(con, build_id, built.skipped), SPEND_FORECAST_SCHEMA)
+    return _finish(built)
+
+
+# --------------------------------------------------------------------------- offers
+def hosts(gpus_per_node: int | None, gpus: int) -> bool:
+    """Can an instance of ``gpus_per_node`` GPUs host a tensor-parallel deployment of ``gpus``? One
+    instance holds it whole, or it spans whole 8-GPU-or-larger nodes (NVLink inside, a fast fabric
+    between); an unknown node size is taken to fit."""
+    return gpus_per_node is None or gpus_per_node >= gpus or (gpus_per_node >= 8 and gpus % gpus_per_node == 0)
+
+
+def offers(con: duckdb.DuckDBPyConnection, cands: list[Candidate], hours: Decimal,
+           build_id: str | None) -> tuple[list[dict[str, Any]], dict[str, tuple[Decimal, str, str]]]:
+    """Offer rows, and per deployment ``(usd_per_gpu_hour, source, offer)`` as the break-even takes it."""
+    sheet = _records(con, "SELECT provider, gpu_type, gpus_per_node, pricing, region, instance_type, usd_per_gpu_hour "
+                          "FROM core.gpu_price_versions WHERE effective_to IS NULL")
+    rows: list[dict[str, Any]] = []
+    used: dict[str, tuple[Decimal, str, str]] = {}
+    for c in cands:
+        d = c.setup
+        mine = [r for r in sheet if _gpu_key(r["gpu_type"]) == d.gpu.name and hosts(r["gpus_per_node"], d.gpus)]
+        mine.sort(key=lambda r: (r["usd_per_gpu_hour"], r["provider"], r["region"] or "", r["instance_type"] or "", r["pricing"]))
+        eligible = [r for r in mine if r["pricing"] == "on_demand" and (not c.provider or r["provider"] == c.provider)]
+        chosen = eligible[0] if eligible and c.usd_per_gpu_hour is None else None
+        if c.usd_per_gpu_hour is not None:
+            used[c.deployment] = (Decimal(c.usd_per_gpu_hour), "deployment", None)
+        elif chosen is not None:
+            used[c.deployment] = (chosen["usd_per_gpu_hour"], "gpu_price_sheet",
+                                  offer_label(chosen["provider"], chosen["region"], chosen["instance_type"], chosen["pricing"]))
+        for rank, r in enumerate(mine, start=1):
+            per_node = r["gpus_per_node"]
+            rows.append({
+                "deployment": c.deployment, "model": c.model_key, "gpu_type": d.gpu.name, "gpus": d.gpus,
+                "provider": r["provider"], "region": r["region"], "instance_type": r["instance_type"],
+                "pricing": r["pricing"], "gpus_per_node": per_node,
+                "nodes_needed": math.ceil(d.gpus / per_node) if per_node else None,
+                "offer": offer_label(r["provider"], r["region"], r["instance_type"], r["pricing"]),
+                "usd_per_gpu_hour": quantize_usd(r["usd_per_gpu_hour"]),
+                "self_host_usd_per_month": quantize_usd(self_host_usd_per_month(d.gpus, r["usd_per_gpu_hour"], hours)),
+                "rank": rank, "same_provider": not c.provider or r["provider"] == c.provider,
+                "is_used": r is chosen, "build_id": build_id,
+            })
+    return rows, used
+
+
+def build_deployment_offers(con: duckdb.DuckDBPyConnection) -> Built:
+    built = Built(DEPLOYMENT_OFFERS)
+    hours, build_id = _settings(con)
+    rows, _ = offers(con, candidates(con, built.skipped), hours, build_id)
+    built.rows = _write(con, DEPLOYMENT_OFFERS, rows, DEPLOYMENT_OFFERS_SCHEMA)
+    return _finish(built)
+
+
+# --------------------------------------------------------------------------- substitutions and the peak
+def substitutions(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, float, float]]:
+    """``(from model key, to model key, thinking_ratio, output_ratio)`` of the newest substitutions.csv."""
+    if not _has(con, "stg.substitutions"):
+        return []
+    return con.execute(
+        "SELECT core.model_key(from_model), core.model_key(to_model), thinking_ratio, output_ratio FROM stg.substitutions "
+        "WHERE file_id = (SELECT max(file_id) FROM stg.substitutions) "
+        "QUALIFY row_number() OVER (PARTITION BY from_model, to_model ORDER BY line DESC) = 1 ORDER BY ALL"
+    ).fetchall()
+
+
+def scale(profile: CallProfile, thinking_ratio: float, output_ratio: float) -> CallProfile:
+    """The profile with thinking and output tokens scaled (half-even to whole tokens)."""
+    def r(tokens: int, ratio: float) -> int:
+        return int((Decimal(tokens) * Decimal(str(ratio))).quantize(Decimal(1), ROUND_HALF_EVEN))
+    return replace(profile, thinking_tokens=r(profile.thinking_tokens, thinking_ratio),
+                   output_tokens=r(profile.output_tokens, output_ratio))
+
+
+def reasoning_api_models(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Model keys bought through an API that reason (catalog ``reasoning``, else thinking tokens seen)."""
+    return [r[0] for r in con.execute("""
+        WITH catalog AS (SELECT model_key, bool_or(reasoning) AS reasoning FROM core.dim_models GROUP BY model_key)
+        SELECT c.model FROM core.call_costs c LEFT JOIN catalog k ON k.model_key = c.model
+        WHERE c.serving = 'api' GROUP BY c.model
+        HAVING coalesce(any_value(k.reasoning), bool_or(c.thinking_tokens > 0)) ORDER BY 1""").fetchall()]
+
+
+def pairs(con: duckdb.DuckDBPyConnection, cands: list[Candidate]) -> list[tuple[str, Candidate, float, float]]:
+    """``(traffic model, deployment, thinking_ratio, output_ratio)``: each reasoning API model on its own
+    deployments (ratios 1), and each substitution on the to_model's deployments."""
+    out = []
+    for model in reasoning_api_models(con):
+        out += [(model, c, 1.0, 1.0) for c in cands if c.model_key == model]
+    for src, dst, tr, orr in substitutions(con):
+        out += [(src, c, float(tr), float(orr)) for c in cands if c.model_key == dst and src != dst]
+    return out
+
+
+def peak_calls(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, tuple[int, int]], dt.date | None]:
+    """model -> (p99 over the last 30 days' hours of the hourly p99 concurrency, hours counted)."""
+    end = con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
+    if end is None or not _has(con, "marts.peak_concurrency"):
+        return {}, end
+    rows = con.execute(
+        "SELECT model, quantile_disc(p99_concurrent_calls, 0.99), count(*) FROM marts.peak_concurrency "
+        "WHERE day BETWEEN ? AND ? GROUP BY model", [end - dt.timedelta(days=PEAK_WINDOW_DAYS - 1), end]).fetchall()
+    return {m: (int(p), int(n)) for m, p, n in rows}, end
+
+
+def peak_capacity_rows(con, pair_list, profiles, build_id) -> tuple[list[dict[str, Any]], dict[tuple[str, str], dict]]:
+    peaks, end = peak_calls(con)
+    newest: dict[str, dt.date] = {}
+    for model_key, month in profiles:
+        newest[model_key] = max(month, newest.get(model_key, month))
+    rows, by_key = [], {}
+    for model, c, tr, orr in pair_list:
+        month = newest.get(model)
+        if month is None:
+            continue
+        p = scale(profiles[(model, month)]["p95"], tr, orr)
+        s = size(c.spec, c.setup, p)
+        calls, hours = peaks.get(model, (0, 0))
+        needed = max(1, math.ceil(calls / s.max_concurrent_calls)) if s.fits else None
+        row = {
+            "deployment": c.deployment, "from_model": model, "to_model": c.model_key,
+            "window_start": None if end is None else end - dt.timedelta(days=PEAK_WINDOW_DAYS - 1), "window_end": end,
+            "hours": hours, "peak_calls": calls, "profile_month": month,
+            "prompt_tokens": p.prompt_tokens, "thinking_tokens": p.thinking_tokens, "output_tokens": p.output_tokens,
+            "kv_gb_per_call": s.kv_gb_per_call_allocated, "max_concurrent_calls": s.max_concurrent_calls,
+            "fits": s.fits, "deployments_needed": needed, "build_id": build_id,
+        }
+        rows.append(row)
+        by_key[(model, c.deployment)] = row
+    return rows, by_key
+
+
+def build_peak_capacity(con: duckdb.DuckDBPyConnection) -> Built:
+    built = Built(PEAK_CAPACITY)
+    _, build_id = _settings(con)
+    cands = candidates(con, built.skipped)
+    rows, _ = peak_capacity_rows(con, pairs(con, cands), call_profiles(con), build_id)
+    built.rows = _write(con, PEAK_CAPACITY, rows, PEAK_CAPACITY_SCHEMA)
+    return _finish(built)
+
+
+def substitution_breakeven_rows(con, cands, hours, build_id, skipped) -> list[dict[str, Any]]:
+    profiles = call_profiles(con)
+    months: dict[str, list[tuple[dt.date, int, Decimal]]] = {}
+    for model_key, month, calls, spend in api_months(con):
+        months.setdefault(model_key, []).append((month, int(calls), Decimal(spend)))
+    _, used = offers(con, cands, hours, build_id)
+    rows = []
+    for src, c, tr, orr in [p for p in pairs(con, cands) if p[0] != p[1].model_key]:
+        if c.deployment not in used:
+            skipped.append(f"substitution_breakeven {src} -> {c.deployment}: no price for {c.setup.gpu.name}")
+            continue
+        price, source, offer = used[c.deployment]
+        monthly = self_host_usd_per_month(c.setup.gpus, Decimal(price), hours)
+        for month, calls, spend in months.get(src, []):
+            prof = {k: scale(v, tr, orr) for k, v in profiles[(src, month)].items()}
+            fits = size(c.spec, c.setup, prof["p95"]).fits
+            cpm = float(c.calls_per_minute) if c.calls_per_minute is not None else \
+                estimate_throughput(c.spec, c.setup, prof["p50"]).calls_per_minute
+            b = evaluate(api_calls=calls, api_spend_usd=spend, self_host_usd_per_month=monthly,
+                         capacity_calls_per_month=capacity_calls_per_month(cpm, hours), fits=fits)
+            rows.append({
+                "month": month, "from_model": src, "to_model": c.model_key, "deployment": c.deployment,
+                "thinking_ratio": tr, "output_ratio": orr, "gpu_type": c.setup.gpu.name, "gpus": c.setup.gpus,
+                "precision": c.setup.precision, "api_calls": calls, "api_spend_usd": quantize_usd(spend),
+                "api_cost_per_call_usd": quantize_usd(b.api_cost_per_call_usd),
+                "usd_per_gpu_hour": quantize_usd(Decimal(price)), "usd_per_gpu_hour_source": source, "offer": offer,
+                "self_host_usd_per_month": quantize_usd(monthly), "calls_per_minute": cpm,
+                "capacity_calls_per_month": float(b.capacity_calls_per_month),
+                "deployments_needed": b.deployments_needed,
+                "breakeven_calls_per_month": None if b.breakeven_calls_per_month is None else float(b.breakeven_calls_per_month),
+                "breakeven_api_spend_usd": None if b.breakeven_api_spend_usd is None else quantize_usd(b.breakeven_api_spend_usd),
+                "savings_usd": None if b.savings_usd is None else quantize_usd(b.savings_usd),
+                "fits": fits, "verdict": b.verdict, "build_id": build_id,
+            })
+    return rows
+
+
+def build_substitution_breakeven(con: duckdb.DuckDBPyConnection) -> Built:
+    built = Built(SUBSTITUTION_BREAKEVEN)
+    hours, build_id = _settings(con)
+    rows = substitution_breakeven_rows(con, candidates(con, built.skipped), hours, build_id, built.skipped)
+    built.rows = _write(con, SUBSTITUTION_BREAKEVEN, rows, SUBSTITUTION_BREAKEVEN_SCHEMA)
+    return _finish(built)
+
+
+# --------------------------------------------------------------------------- the outlook
+def first_month(months: list[tuple[dt.date, Decimal | None]], threshold: Decimal) -> dt.date | None:
+    """The first month whose value reaches ``threshold`` (>=), else None."""
+    for month, value in months:
+        if value is not None and value >= threshold:
+            return month
+    return None
+
+
+def crossing(forecast: list[dict[str, Any]], threshold: Decimal, last_full: tuple[dt.date, Decimal] | None,
+             feasible: bool) -> dict[str, Any]:
+    """Expected / earliest / latest crossing months and the status (module docstring)."""
+    none = {"crossing_month_expected": None, "crossing_month_earliest": None, "crossing_month_latest": None}
+    if not feasible:
+        return none | {"status": "infeasible"}
+    if last_full is not None and last_full[1] >= threshold:
+        m = last_full[0]
+        return {"crossing_month_expected": m, "crossing_month_earliest": m, "crossing_month_latest": m, "status": "crossed"}
+    if not forecast:
+        return none | {"status": "no_forecast"}
+    out = {
+        "crossing_month_expected": first_month([(r["month"], r["forecast_usd"]) for r in forecast], threshold),
+        "crossing_month_earliest": first_month([(r["month"], r["hi95_usd"]) for r in forecast], threshold),
+        "crossing_month_latest": first_month([(r["month"], r["lo95_usd"]) for r in forecast], threshold),
+    }
+    out["status"] = "within_horizon" if out["crossing_month_expected"] is not None else "not_within_horizon"
+    return out
+
+
+def breakeven_outlook_rows(con: duckdb.DuckDBPyConnection, build_id: str | None, skipped: list[str]) -> list[dict[str, Any]]:
+    hours, _ = _settings(con)
+    cands = candidates(con, skipped)
+    pair_list = pairs(con, cands)
+    _, capacity = peak_capacity_rows(con, pair_list, call_profiles(con), build_id)
+    _, used = offers(con, cands, hours, build_id)
+    fc: dict[str, list[dict[str, Any]]] = {}
+    if _has(con, SPEND_FORECAST):
+        for r in _records(con, f"SELECT scope_value AS model, month, forecast_usd, hi95_usd, lo95_usd FROM {SPEND_FORECAST} "
+                               "WHERE scope = 'model' AND serving = 'api' ORDER BY month"):
+            fc.setdefault(r["model"], []).append(r)
+    last_day = con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
+    last_full: dict[str, tuple[dt.date, Decimal]] = {}
+    if last_day is not None:
+        full = month_start(last_day) if last_day == month_end(last_day) else month_start(month_start(last_day) - dt.timedelta(days=1))
+        for model, spend in con.execute(
+                "SELECT model, sum(cost_usd) FROM core.call_costs WHERE serving = 'api' AND cost_usd IS NOT NULL "
+                "AND date_trunc('month', day) = ? GROUP BY model", [full]).fetchall():
+            last_full[model] = (full, Decimal(spend))
+    rows = []
+    for model, c, tr, orr in pair_list:
+        cap = capacity.get((model, c.deployment))
+        if c.deployment not in used:
+            skipped.append(f"breakeven_outlook {model} -> {c.deployment}: no usd_per_gpu_hour and no on-demand offer")
+            continue
+        if cap is None:
+            skipped.append(f"breakeven_outlook {model} -> {c.deployment}: no call profile of {model}")
+            continue
+        price, _, offer = used[c.deployment]
+        one = self_host_usd_per_month(c.setup.gpus, Decimal(price), hours)
+        needed = cap["deployments_needed"] or 1
+        threshold = quantize_usd(one * needed)
+        cross = crossing(fc.get(model, []), threshold, last_full.get(model), cap["fits"])
+        expected = cross["crossing_month_expected"]
+        first_fc = fc[model][0]["month"] if fc.get(model) else None
+        rows.append({
+            "model": model, "to_model": c.model_key, "deployment": c.deployment, "threshold_usd_per_month": threshold,
+            **cross,
+            "months_until_expected": None if expected is None or first_fc is None or cross["status"] == "crossed"
+            else (expected.year - first_fc.year) * 12 + expected.month - first_fc.month,
+            "deployments_needed": cap["deployments_needed"], "self_host_usd_per_month": quantize_usd(one),
+            "usd_per_gpu_hour": quantize_usd(Decimal(price)), "offer": offer,
+            "last_full_month": last_full.get(model, (None, None))[0],
+            "last_full_month_api_spend_usd": None if model not in last_full else quantize_usd(last_full[model][1]),
+            "thinking_ratio": tr, "output_ratio": orr, "build_id": build_id,
+        })
+    return rows
+
+
+def build_breakeven_outlook(con: duckdb.DuckDBPyConnection) -> Built:
+    built = Built(BREAKEVEN_OUTLOOK)
+    _, build_id = _settings(con)
+    built.rows = _write(con, BREAKEVEN_OUTLOOK, breakeven_outlook_rows(con, build_id, built.skipped), BREAKEVEN_OUTLOOK_SCHEMA)
+    return _finish(built)
