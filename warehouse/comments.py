@@ -246,7 +246,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         # FOCUS 1.2 column ids; a column matches in PascalCase or snake_case (billed_cost).
         "x_Source": _d("thinktax custom column: 'api_usage' (computed API cost), 'self_hosted' (node time) or "
                        "'api_bill' (a billed line), as in marts.daily_spend", LABEL),
-        "InvoiceId": _d("FOCUS InvoiceId: the invoice the charge is on, when known", LABEL),
+        "InvoiceId": _d("FOCUS InvoiceId: the invoice the charge is on, from the bill; NULL for computed rows (not invoiced)", LABEL),
         "BilledCost": _d("FOCUS BilledCost: the amount charged, as invoiced", USD),
         "EffectiveCost": _d("FOCUS EffectiveCost: amortised cost after discounts and commitments", USD),
         "ListCost": _d("FOCUS ListCost: cost at list price", USD),
@@ -271,7 +271,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "PricingCategory": _d("FOCUS PricingCategory: 'Standard', 'Dynamic', 'Committed' or 'Other'", LABEL),
         "PricingCurrency": _d("FOCUS PricingCurrency: currency of the unit prices (ISO 4217)", LABEL),
         "PricingQuantity": _d("FOCUS PricingQuantity: quantity priced, in PricingUnit", "PricingUnit"),
-        "PricingUnit": _d("FOCUS PricingUnit: the unit prices are quoted in (e.g. '1M tokens', 'GPU-hour')", LABEL),
+        "PricingUnit": _d("FOCUS PricingUnit: the unit prices are quoted in, in the FOCUS unit format (e.g. '1000000 Tokens', 'GPU-Hours')", LABEL),
         "ProviderName": _d("FOCUS ProviderName: who provides the service (API provider or cloud)", LABEL),
         "PublisherName": _d("FOCUS PublisherName: who publishes the service (model vendor)", LABEL),
         "RegionId": _d("FOCUS RegionId: provider region id", LABEL),
@@ -282,8 +282,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "ServiceCategory": _d("FOCUS ServiceCategory: e.g. 'AI and Machine Learning'", LABEL),
         "ServiceName": _d("FOCUS ServiceName: the service charged", LABEL),
         "ServiceSubcategory": _d("FOCUS ServiceSubcategory: finer service class", LABEL),
-        "SkuId": _d("FOCUS SkuId: the provider's SKU", LABEL),
-        "SkuPriceId": _d("FOCUS SkuPriceId: the SKU price point", LABEL),
+        "SkuId": _d("FOCUS SkuId: the provider's SKU; computed API rows: price provider/price model/token type", LABEL),
+        "SkuPriceId": _d("FOCUS SkuPriceId: the SKU price point; computed API rows: price_version_id|token type", LABEL),
         "SubAccountId": _d("FOCUS SubAccountId: project / workspace / team account", LABEL),
         "SubAccountName": _d("FOCUS SubAccountName: its name", LABEL),
         "Tags": _d("FOCUS Tags: key-value labels, as JSON", LABEL),

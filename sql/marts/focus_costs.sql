@@ -2,10 +2,14 @@
 -- so a FinOps tool can load thinktax's figures next to its cloud bills.
 -- grain: one row per charge, of three kinds (x_Source, the matching marts.daily_spend source):
 -- * 'api_usage': API calls at the list price in force (core.call_costs, serving = 'api', priced
---   calls only), one row per day x provider x model. Computed by thinktax, not invoiced: BilledCost =
---   EffectiveCost = ListCost = ContractedCost = the computed cost; PricingQuantity in '1M Tokens'
---   (all buckets: uncached, cached, cache write, thinking, output), ConsumedQuantity in 'Tokens';
---   SkuPriceId = the price version when the day used one; ResourceId = the model.
+--   calls only), one row per day x provider x model x price version x token type ('input' =
+--   uncached input, 'cached-input', 'cache-write', 'reasoning-output', 'output'; types with 0
+--   tokens that day are left out). Computed by thinktax, not invoiced: BilledCost = EffectiveCost =
+--   ListCost = ContractedCost = tokens x ListUnitPrice / 1e6; ListUnitPrice = ContractedUnitPrice =
+--   the type's USD per 1M tokens; PricingQuantity in '1000000 Tokens' (the FOCUS unit format's
+--   '<quantity> <units>'), ConsumedQuantity in 'Tokens'; SkuId = price provider/price model/token
+--   type (one SKU per model x token type); SkuPriceId = price_version_id|token type (one per SKU x
+--   price version, so exactly one parent SkuId); ResourceId = the model the calls named.
 -- * 'self_hosted': self-hosted node time (core.node_hours_cost, priced hours only), one row per
 --   node x day; cost = gpus x USD per GPU-hour x hours active; PricingQuantity = ConsumedQuantity
 --   in GPU-Hours; ListUnitPrice = the day's USD per GPU-hour when it had one price; ResourceId =
@@ -23,18 +27,37 @@
 -- (lower case: 'openai', 'anthropic', the node's cloud); ChargePeriod = the UTC day [start, end);
 -- BillingPeriod = the calendar month of the charge for computed rows and API cost lines (an
 -- export's own billing period otherwise); BillingAccountId = the provider key when the source has
--- no account id. x_Source is a FOCUS custom column (x_ prefix).
--- reads: core.daily_call_totals, core.node_hours_cost, core.billed_lines, ops.settings
-WITH api_usage AS (
+-- no account id. InvoiceId: the bill line's invoice id where the bill has one, NULL for computed
+-- rows (no invoice is issued for them; FOCUS 1.2: MUST be null when the charge is not associated
+-- with an invoice). x_Source is a FOCUS custom column (x_ prefix).
+-- reads: core.daily_call_totals, core.llm_price_versions, core.node_hours_cost, core.billed_lines, ops.settings
+WITH api_days AS (
     -- from core.daily_call_totals (the calls summed per day and price version), not every call
-    SELECT day, provider, model,
-           sum(cost_usd) AS cost_usd,
-           sum(total_tokens) AS tokens,
+    SELECT day, provider, model, price_version_id,
            CAST(sum(calls) AS BIGINT) AS calls,
-           CASE WHEN count(DISTINCT price_version_id) = 1 THEN min(price_version_id) END AS price_version_id
+           sum(uncached_input_tokens) AS uncached_input, sum(cached_input_tokens) AS cached_input,
+           sum(cache_write_tokens) AS cache_write, sum(thinking_tokens) AS thinking,
+           sum(output_tokens) AS output
     FROM core.daily_call_totals
     WHERE serving = 'api' AND priced
-    GROUP BY day, provider, model
+    GROUP BY day, provider, model, price_version_id
+),
+api_usage AS (
+    -- one row per token type with tokens that day, priced at that type's rate of the price version
+    SELECT d.day, d.provider, d.model, d.calls, d.price_version_id,
+           p.provider AS price_provider, p.model AS price_model, p.price_kind,
+           t.token_type, t.tokens, t.usd_per_mtok,
+           core.usd_for_tokens(t.tokens, t.usd_per_mtok) AS cost_usd
+    FROM api_days d
+    JOIN core.llm_price_versions p USING (price_version_id)
+    CROSS JOIN LATERAL (VALUES
+        ('input', d.uncached_input, p.input_usd_per_mtok),
+        ('cached-input', d.cached_input, p.cached_input_usd_per_mtok),
+        ('cache-write', d.cache_write, p.cache_write_usd_per_mtok),
+        ('reasoning-output', d.thinking, p.reasoning_usd_per_mtok),
+        ('output', d.output, p.output_usd_per_mtok)
+    ) AS t(token_type, tokens, usd_per_mtok)
+    WHERE t.tokens > 0
 ),
 api_usage_rows AS (
     SELECT 'api_usage' AS x_Source,
@@ -46,18 +69,19 @@ api_usage_rows AS (
            CAST(date_trunc('month', day) + INTERVAL 1 MONTH AS TIMESTAMP) AS BillingPeriodEnd,
            CAST(day AS TIMESTAMP) AS ChargePeriodStart, CAST(day + 1 AS TIMESTAMP) AS ChargePeriodEnd,
            'Usage' AS ChargeCategory, CAST(NULL AS VARCHAR) AS ChargeClass, 'Usage-Based' AS ChargeFrequency,
-           'API usage of ' || model || ': ' || calls || ' calls, ' || tokens || ' tokens at the list price in force (computed by thinktax)'
-               AS ChargeDescription,
+           'API usage of ' || model || ', ' || token_type || ' tokens: ' || tokens || ' tokens in ' || calls
+               || ' calls at the list price in force (computed by thinktax)' AS ChargeDescription,
            'Standard' AS PricingCategory,
-           CAST(NULL AS DECIMAL(18,6)) AS ListUnitPrice, CAST(NULL AS DECIMAL(18,6)) AS ContractedUnitPrice,
+           core.usd6(usd_per_mtok) AS ListUnitPrice, core.usd6(usd_per_mtok) AS ContractedUnitPrice,
            CAST(CAST(tokens AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(38,10)) AS PricingQuantity,
-           '1M Tokens' AS PricingUnit,
+           '1000000 Tokens' AS PricingUnit,
            CAST(tokens AS DECIMAL(38,10)) AS ConsumedQuantity, 'Tokens' AS ConsumedUnit,
            provider AS ProviderName, provider AS PublisherName, provider AS InvoiceIssuerName,
            CAST(NULL AS VARCHAR) AS InvoiceId,
            provider || ' API' AS ServiceName, 'AI and Machine Learning' AS ServiceCategory,
            'Generative AI' AS ServiceSubcategory,
-           model AS SkuId, price_version_id AS SkuPriceId,
+           price_provider || '/' || price_model || '/' || token_type AS SkuId,
+           price_version_id || '|' || token_type AS SkuPriceId,
            model AS ResourceId, model AS ResourceName, 'Model' AS ResourceType,
            CAST(NULL AS VARCHAR) AS RegionId, CAST(NULL AS VARCHAR) AS RegionName,
            CAST(NULL AS VARCHAR) AS Tags
