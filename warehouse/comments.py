@@ -242,6 +242,18 @@ COLUMNS: dict[str, dict[str, str]] = {
         "max_concurrent_calls": _d("floor(kv_budget_gb / kv_gb_per_call_allocated): calls of this profile that fit at once", COUNT),
         "fits": _d("True when the weights and at least one call fit", BOOL),
     },
+    "marts.cost_crosscheck": {
+        "day": _d("UTC day of the calls", DAY),
+        "reporter": _d("Who reported the cost: 'litellm' (the proxy's LiteLLM_SpendLogs.spend)", LABEL),
+        "provider": _d("API provider", LABEL),
+        "model": _d("Model (thinktax's model key)", LABEL),
+        "calls": _d("Calls with a reported cost", COUNT),
+        "thinktax_cost_usd": _d("thinktax's cost of those calls (list price in force; unpriced calls left out)", USD),
+        "reported_cost_usd": _d("The cost the reporter stored for the same calls", USD),
+        "difference_usd": _d("reported_cost_usd - thinktax_cost_usd over the priced calls", USD),
+        "differing_calls": _d("Priced calls whose two costs differ by more than 1% of thinktax's cost", COUNT),
+        "unpriced_calls": _d("Calls thinktax could not price (see marts.unpriced_usage)", COUNT),
+    },
     "marts.focus_costs": {
         # FOCUS 1.2 column ids; a column matches in PascalCase or snake_case (billed_cost).
         "x_Source": _d("thinktax custom column: 'api_usage' (computed API cost), 'self_hosted' (node time) or "

@@ -311,6 +311,8 @@ class Ingestor:
                 f"INSERT INTO {table} (file_id, {names}) SELECT ?, {names} FROM _incoming WHERE _verdict = 'new'",
                 [file_id],
             ).fetchall()[0][0]
+            for side_table, side_rows in parsed.side.items():
+                self._load_side(side_table, side_rows, file_id)
             quarantined = con.execute("SELECT count(*) FROM ops.quarantine WHERE file_id = ?", [file_id]).fetchall()[0][0]
             rows_in = parsed.rows_in
             if loaded + dup + quarantined != rows_in:
@@ -333,6 +335,23 @@ class Ingestor:
         for w in parsed.meta.get("warnings", []):
             log.warning("%s: %s", rel, w)
         return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined)
+
+    def _load_side(self, table: str, rows: pa.Table, file_id: int) -> None:
+        """Insert the side rows whose main row (same ``line``) was just loaded as new."""
+        cols = [c for c, _ in self._table_columns(table) if c != "file_id"]
+        extra = set(rows.column_names) - set(cols)
+        if extra or "line" not in rows.column_names:
+            raise RuntimeError(f"side rows for {table}: columns not in the table {sorted(extra)} or no 'line'")
+        names = ", ".join(f'"{c}"' for c in cols if c in rows.column_names)
+        self.con.register("_side_arrow", rows)
+        try:
+            self.con.execute(
+                f"INSERT INTO {table} (file_id, {names}) SELECT ?, {names} FROM _side_arrow "
+                "WHERE line IN (SELECT line FROM _incoming WHERE _verdict = 'new')",
+                [file_id],
+            )
+        finally:
+            self.con.unregister("_side_arrow")
 
     def _classify(self, table: str, key: tuple[str, ...] | None, col_names: list[str]) -> tuple[int, int]:
         """Add _verdict ('new', 'duplicate', 'conflict') to _incoming; return (duplicates, conflicts)."""
