@@ -104,6 +104,14 @@ PRICE_COLUMNS = (
     "output_usd_per_mtok",
     "reasoning_usd_per_mtok",
 )
+# Pricing modifiers of a price kind (migration 100): the 1-hour cache-write price per million
+# tokens, per-request fees in USD per request (web search: the medium / only context size, and
+# low / high where they differ) and regional-processing uplift multipliers.
+MTOK_EXTRAS = ("cache_write_1h_usd_per_mtok",)
+FEE_COLUMNS = ("usd_per_request_fee", "web_search_usd_per_query_low", "web_search_usd_per_query_high")
+UPLIFT_COLUMNS = ("regional_uplift_eu", "regional_uplift_us")
+MAX_USD_PER_REQUEST = Decimal(100)  # a web search is $0.01-$0.05 per query
+MAX_UPLIFT = Decimal(10)  # real uplifts are 1.1x
 _PRICE_TYPE = pa.decimal128(18, _SCALE)
 SCHEMA = pa.schema(
     [
@@ -116,6 +124,8 @@ SCHEMA = pa.schema(
         ("currency", pa.string()),
         ("supports_reasoning", pa.bool_()),
         ("source_format", pa.string()),
+        *[(c, _PRICE_TYPE) for c in MTOK_EXTRAS + FEE_COLUMNS],
+        *[(c, pa.decimal128(9, 6)) for c in UPLIFT_COLUMNS],
     ]
 )
 
@@ -144,6 +154,31 @@ class _Rows(RowsBase):
         self.rounded += changed
         return q, None
 
+    def fee(self, value: Any) -> tuple[Decimal | None, str | None]:
+        """Validate a per-request fee in USD (already converted to USD)."""
+        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+            return None, f"not a number: {value!r}"
+        value = Decimal(value)
+        if not value.is_finite() or value < 0:
+            return None, f"not a non-negative finite number: {value}"
+        if value > MAX_USD_PER_REQUEST:
+            return None, f"{value.normalize():f} USD per request is above the plausible maximum {MAX_USD_PER_REQUEST}"
+        q, changed = quantize(value, _SCALE)
+        self.rounded += changed
+        return q, None
+
+    def uplift(self, value: Any) -> tuple[Decimal | None, str | None]:
+        """Validate a regional-processing multiplier (1.1 = +10%)."""
+        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+            return None, f"not a number: {value!r}"
+        value = Decimal(value)
+        if not value.is_finite() or value < 1 or value > MAX_UPLIFT:
+            return None, f"a multiplier between 1 and {MAX_UPLIFT} expected, got {value}"
+        q, changed = quantize(value, 6)
+        if changed:
+            return None, f"more than 6 decimals: {value}"
+        return q, None
+
     def add(self, line: int, provider: str, model: str, kind: str, prices: dict[str, Decimal | None],
             supports_reasoning: bool | None, effective_from: dt.date | None = None, currency: str = "USD") -> None:
         c = self.cols
@@ -157,6 +192,8 @@ class _Rows(RowsBase):
         c["currency"].append(currency)
         c["supports_reasoning"].append(supports_reasoning)
         c["source_format"].append(self.fmt)
+        for col in MTOK_EXTRAS + FEE_COLUMNS + UPLIFT_COLUMNS:
+            c[col].append(prices.get(col))
 
 
 # --------------------------------------------------------------------------------------------
@@ -320,6 +357,7 @@ def parse_litellm(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         provider = provider.strip().lower()
         sr = entry.get("supports_reasoning")
         supports_reasoning = sr if isinstance(sr, bool) else None
+        extras, bad_extra = _litellm_extras(out, entry, kinds)
         for kind in sorted(kinds, key=lambda k: (k != "standard", k)):
             fields = kinds[kind]
             hit = fields.pop("cached_input_usd_per_mtok@cache_hit", None)
@@ -335,11 +373,69 @@ def parse_litellm(data: bytes, name: str, ctx: ParseContext) -> Parsed:
                     bad = Reject(line, field, f"model {model!r} ({kind}): {field}: {reason}", _raw({field: value}))
                     break
                 prices[column] = price
+            if bad is None and kind in bad_extra:
+                field, value, reason = bad_extra[kind]
+                bad = Reject(line, field, f"model {model!r} ({kind}): {field}: {reason}", _raw({field: value}))
             if bad:
                 out.rejects.append(bad)
                 continue
-            out.add(line, provider, model, kind, prices, supports_reasoning)
+            out.add(line, provider, model, kind, {**prices, **extras.get(kind, {})}, supports_reasoning)
     return out.parsed(unrecognised_fields=dict(unrecognised))
+
+
+_SEARCH_SIZES = {"search_context_size_medium": "usd_per_request_fee",
+                 "search_context_size_low": "web_search_usd_per_query_low",
+                 "search_context_size_high": "web_search_usd_per_query_high"}
+
+
+def _litellm_extras(out: _Rows, entry: dict, kinds: dict) -> tuple[dict[str, dict[str, Decimal]], dict[str, tuple]]:
+    """Modifier columns per price kind: the 1-hour cache write price of a kind also goes on that
+    kind's row (its 'cache_1hr' row is still written as before), and the standard row carries the
+    web-search per-query fees (``search_context_cost_per_query``; medium, else the only size given,
+    is ``usd_per_request_fee``) and ``regional_processing_uplift_multiplier_<eu|us>``.
+    Returns (columns by kind, bad field by kind)."""
+    extras: dict[str, dict[str, Decimal]] = {}
+    bad: dict[str, tuple] = {}
+    for kind, fields in kinds.items():
+        if "cache_1hr" not in kind or "cache_write_usd_per_mtok" not in fields:
+            continue
+        base = re.sub(r"_?cache_1hr_?", "_", kind).strip("_") or "standard"
+        if base not in kinds:
+            continue
+        field, value = fields["cache_write_usd_per_mtok"]
+        numeric = isinstance(value, (int, Decimal)) and not isinstance(value, bool)
+        price, reason = out.price(Decimal(value).scaleb(_MTOK) if numeric else value, field)
+        if reason:
+            bad.setdefault(base, (field, value, reason))
+        else:
+            extras.setdefault(base, {})["cache_write_1h_usd_per_mtok"] = price
+    if "standard" not in kinds:
+        return extras, bad
+    std = extras.setdefault("standard", {})
+    search = entry.get("search_context_cost_per_query")
+    if isinstance(search, dict):
+        for key, column in _SEARCH_SIZES.items():
+            if search.get(key) is None:
+                continue
+            fee, reason = out.fee(search[key])
+            if reason:
+                bad.setdefault("standard", (f"search_context_cost_per_query.{key}", search[key], reason))
+            else:
+                std[column] = fee
+        if "usd_per_request_fee" not in std:  # only low / high given: the lowest is the fee
+            given = [std[c] for c in FEE_COLUMNS[1:] if c in std]
+            if given:
+                std["usd_per_request_fee"] = min(given)
+    for region in ("eu", "us"):
+        field = f"regional_processing_uplift_multiplier_{region}"
+        if entry.get(field) is None:
+            continue
+        mult, reason = out.uplift(entry[field])
+        if reason:
+            bad.setdefault("standard", (field, entry[field], reason))
+        else:
+            std[f"regional_uplift_{region}"] = mult
+    return extras, bad
 
 
 def _raw(obj: Any, limit: int = 500) -> str:
@@ -508,6 +604,29 @@ def parse_thinktax_csv(data: bytes, name: str, ctx: ParseContext) -> Parsed:
                 bad = True
                 break
             prices[column] = price
+        for column in MTOK_EXTRAS + FEE_COLUMNS + UPLIFT_COLUMNS:
+            if bad:
+                break
+            text = sheet.get(fields, column)
+            if not text:
+                continue
+            try:
+                value = parse_decimal(text)
+            except ValueError as exc:
+                reject(column, str(exc))
+                bad = True
+                break
+            if column in UPLIFT_COLUMNS:
+                result, reason = out.uplift(value)
+            elif column in FEE_COLUMNS:
+                result, reason = out.fee(value * rate)
+            else:
+                result, reason = out.price(value * rate, column)
+            if reason:
+                reject(column, reason)
+                bad = True
+                break
+            prices[column] = result
         if bad:
             continue
         converted += currency != "USD"

@@ -18,15 +18,39 @@ OpenAI Responses       input_tokens I (incl. cached C),           uncached I-C, 
                        output_tokens O (incl. reasoning R)        thinking R, output O-R
 Anthropic Messages     input_tokens I (excl. cache), cache_read   uncached I, cached CR, write CW,
                        CR, cache_creation CW, output_tokens O     thinking T, output O-T
-                       (incl. thinking T = thinking_tokens)
+                       (incl. thinking T = thinking_tokens)       (1-hour writes W1h: part of CW)
+Gemini usageMetadata   promptTokenCount P (incl. cached C),       uncached P-C+U, cached C, write 0,
+(top level or usage)   cachedContentTokenCount C,                 thinking T, output O
+                       candidatesTokenCount O (excl. thoughts),
+                       thoughtsTokenCount T, toolUsePromptTokenCount U
 =====================  =========================================  =====================================
+
+Pricing modifiers (columns of migration 100, all nullable; see docs/economics.md "Exact API cost"):
+
+* ``service_tier`` -- the tier the provider reports: top-level ``service_tier`` (OpenAI) or
+  ``usage.service_tier`` (Anthropic); ``default``/``auto``/``standard`` -> 'standard', ``flex``,
+  ``priority``, ``scale``, ``batch``; any other value is quarantined. NULL when not reported.
+* ``is_batch`` -- top-level ``batch``: a JSON ``true``/``false`` (anything else, e.g. ``"yes"``, is
+  quarantined); false when absent.
+* ``cache_write_1h_tokens`` -- ``usage.cache_creation.ephemeral_1h_input_tokens``, the 1-hour-TTL
+  part of ``cache_write_tokens``. When ``cache_creation`` is given, 5m + 1h must equal
+  ``cache_creation_input_tokens`` (else quarantined); without ``cache_creation_input_tokens`` the
+  sum is the cache-write bucket.
+* ``processing_region`` -- lower-cased ``usage.inference_geo``, else top-level ``region``, else
+  ``data_residency``.
+* ``web_search_requests`` -- ``usage.server_tool_use.web_search_requests`` (a non-negative whole
+  number, else quarantined), else the number of ``web_search_call`` items in a Responses
+  ``output``; 0 when neither. ``web_search_context_size`` -- the ``search_context_size`` of the
+  first ``web_search*`` tool in ``tools`` (low/medium/high, else quarantined).
+* ``request_id`` falls back to ``responseId`` and ``model`` to ``modelVersion`` (Gemini bodies).
 
 Reasoning is never counted on top of the completion. A call that reports reasoning_tokens as 0
 or null is counted as reported (0 thinking), even if its text shows thinking: thinktax costs what
 the provider bills, and providers bill what they report.
 
-The shape is Anthropic when any of cache_read_input_tokens / cache_creation_input_tokens /
-thinking_tokens is present or the provider is 'anthropic'; Chat when prompt_tokens or
+The shape is Gemini when any of promptTokenCount / candidatesTokenCount / thoughtsTokenCount is
+present; else Anthropic when any of cache_read_input_tokens / cache_creation_input_tokens /
+thinking_tokens / cache_creation is present or the provider is 'anthropic'; Chat when prompt_tokens or
 completion_tokens is present; Responses otherwise. Parsing runs in an in-memory DuckDB
 (one JSON parse per line via json_transform), not a Python loop.
 """
@@ -50,10 +74,21 @@ TABLE = "stg.requests"
 # is 10M tokens): a count above it is a unit or logging error, e.g. a 10^6x outlier.
 MAX_TOKENS = 10_000_000
 
+# Gemini usageMetadata (camelCase), read at the top level or inside "usage"
+_GEMINI = {
+    "promptTokenCount": "VARCHAR", "cachedContentTokenCount": "VARCHAR", "candidatesTokenCount": "VARCHAR",
+    "thoughtsTokenCount": "VARCHAR", "toolUsePromptTokenCount": "VARCHAR",
+}
+
 _STRUCTURE = {
     "ts": "VARCHAR", "request_id": "VARCHAR", "model": "VARCHAR", "provider": "VARCHAR",
     "node_id": "VARCHAR", "task_id": "VARCHAR", "task_type": "VARCHAR", "team": "VARCHAR",
     "latency_ms": "VARCHAR", "ttft_ms": "VARCHAR",
+    "service_tier": "VARCHAR", "batch": "VARCHAR", "region": "VARCHAR", "data_residency": "VARCHAR",
+    "modelVersion": "VARCHAR", "responseId": "VARCHAR",
+    "output": [{"type": "VARCHAR"}],
+    "tools": [{"type": "VARCHAR", "search_context_size": "VARCHAR"}],
+    "usageMetadata": _GEMINI,
     "metadata": {"team": "VARCHAR", "task_type": "VARCHAR", "task_id": "VARCHAR", "user_api_key_team_alias": "VARCHAR"},
     "usage": {
         "prompt_tokens": "VARCHAR", "completion_tokens": "VARCHAR",
@@ -64,6 +99,10 @@ _STRUCTURE = {
         "completion_tokens_details": {"reasoning_tokens": "VARCHAR"},
         "input_tokens_details": {"cached_tokens": "VARCHAR"},
         "output_tokens_details": {"reasoning_tokens": "VARCHAR"},
+        "service_tier": "VARCHAR", "inference_geo": "VARCHAR",
+        "cache_creation": {"ephemeral_5m_input_tokens": "VARCHAR", "ephemeral_1h_input_tokens": "VARCHAR"},
+        "server_tool_use": {"web_search_requests": "VARCHAR"},
+        **_GEMINI,
     },
 }
 
@@ -80,7 +119,19 @@ _INTS = {
     "p_chat_reasoning": ("j.usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"),
     "p_resp_cached": ("j.usage.input_tokens_details.cached_tokens", "usage.input_tokens_details.cached_tokens"),
     "p_resp_reasoning": ("j.usage.output_tokens_details.reasoning_tokens", "usage.output_tokens_details.reasoning_tokens"),
+    "p_cw_5m": ("j.usage.cache_creation.ephemeral_5m_input_tokens", "usage.cache_creation.ephemeral_5m_input_tokens"),
+    "p_cw_1h": ("j.usage.cache_creation.ephemeral_1h_input_tokens", "usage.cache_creation.ephemeral_1h_input_tokens"),
+    "p_web_search": ("j.usage.server_tool_use.web_search_requests", "usage.server_tool_use.web_search_requests"),
+    **{
+        f"p_g_{short}": (f"coalesce(j.usageMetadata.{field}, j.usage.{field})", f"usageMetadata.{field}")
+        for short, field in (("prompt", "promptTokenCount"), ("cached", "cachedContentTokenCount"),
+                             ("candidates", "candidatesTokenCount"), ("thoughts", "thoughtsTokenCount"),
+                             ("tool_prompt", "toolUsePromptTokenCount"))
+    },
 }
+# service_tier as reported -> the tier priced; any other value is quarantined
+_TIERS = {"default": "standard", "auto": "standard", "standard": "standard", "flex": "flex",
+          "priority": "priority", "scale": "scale", "batch": "batch"}
 
 _SQL = """
 WITH src AS (
@@ -106,9 +157,12 @@ typed AS (
            -- array there leaves them all NULL); otherwise ask json_type
            CASE WHEN NOT is_object THEN NULL
                 WHEN fast AND (j0.usage.prompt_tokens IS NOT NULL OR j0.usage.completion_tokens IS NOT NULL
-                               OR j0.usage.input_tokens IS NOT NULL OR j0.usage.output_tokens IS NOT NULL)
+                               OR j0.usage.input_tokens IS NOT NULL OR j0.usage.output_tokens IS NOT NULL
+                               OR j0.usage.promptTokenCount IS NOT NULL)
                      THEN 'OBJECT'
-                ELSE json_type(raw, '$.usage') END AS usage_type,
+                -- Gemini: usageMetadata at the top level stands for usage
+                WHEN fast AND j0.usageMetadata.promptTokenCount IS NOT NULL AND j0.usage IS NULL THEN 'OBJECT'
+                ELSE coalesce(json_type(raw, '$.usage'), json_type(raw, '$.usageMetadata')) END AS usage_type,
            -- a line json_transform failed on that is an object: read it again without try(), so
            -- that its error stops the file exactly as before
            CASE WHEN fast THEN j0 WHEN is_object THEN coalesce(j0, json_transform(raw, $structure)) END AS j
@@ -116,7 +170,21 @@ typed AS (
 ),
 fields AS (
     SELECT line, raw, is_object, usage_type,
-           j.ts AS ts_raw, nullif(trim(j.request_id), '') AS request_id, nullif(trim(j.model), '') AS model,
+           j.ts AS ts_raw,
+           coalesce(nullif(trim(j.request_id), ''), nullif(trim(j.responseId), '')) AS request_id,
+           coalesce(nullif(trim(j.model), ''), nullif(trim(j.modelVersion), '')) AS model,
+           -- pricing modifiers (migration 100): tier reported at the top level (OpenAI) or in usage
+           -- (Anthropic); batch must be a JSON boolean; region from usage.inference_geo, region or
+           -- data_residency; web searches from server_tool_use or OpenAI web_search_call items
+           lower(coalesce(nullif(trim(j.service_tier), ''), nullif(trim(j.usage.service_tier), ''))) AS tier_raw,
+           j.batch AS batch_raw,
+           CASE WHEN j.batch IS NOT NULL THEN json_type(raw, '$.batch') END AS batch_type,
+           lower(coalesce(nullif(trim(j.usage.inference_geo), ''), nullif(trim(j.region), ''),
+                          nullif(trim(j.data_residency), ''))) AS processing_region,
+           CASE WHEN j.output IS NOT NULL
+                THEN len(list_filter(j.output, lambda x: x.type = 'web_search_call')) END AS web_search_calls,
+           CASE WHEN j.tools IS NOT NULL
+                THEN list_filter(j.tools, lambda x: starts_with(x.type, 'web_search'))[1].search_context_size END AS search_size_raw,
            lower(nullif(trim(j.provider), '')) AS provider, nullif(trim(j.node_id), '') AS node_id,
            coalesce(nullif(trim(j.task_id), ''), nullif(trim(j.metadata.task_id), '')) AS task_id_raw,
            coalesce(nullif(trim(j.task_type), ''), nullif(trim(j.metadata.task_type), '')) AS task_type,
@@ -160,7 +228,10 @@ timed AS (
 ),
 shaped AS (
     SELECT *,
-           CASE WHEN p_cache_read_raw IS NOT NULL OR p_cache_write_raw IS NOT NULL OR p_thinking_raw IS NOT NULL
+           CASE WHEN p_g_prompt_raw IS NOT NULL OR p_g_candidates_raw IS NOT NULL OR p_g_thoughts_raw IS NOT NULL
+                     THEN 'gemini'
+                WHEN p_cache_read_raw IS NOT NULL OR p_cache_write_raw IS NOT NULL OR p_thinking_raw IS NOT NULL
+                     OR p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL
                      OR provider = 'anthropic' THEN 'anthropic'
                 WHEN p_prompt_raw IS NOT NULL OR p_completion_raw IS NOT NULL THEN 'openai_chat'
                 ELSE 'openai_responses' END AS usage_shape
@@ -170,15 +241,27 @@ buckets AS (
     SELECT *,
            CASE usage_shape WHEN 'openai_chat' THEN p_prompt - coalesce(p_chat_cached, 0)
                             WHEN 'openai_responses' THEN p_input - coalesce(p_resp_cached, 0)
+                            -- Gemini: promptTokenCount includes the cached tokens; the tool-use
+                            -- prompt (e.g. search results fed back) is input on top of it
+                            WHEN 'gemini' THEN p_g_prompt - coalesce(p_g_cached, 0) + coalesce(p_g_tool_prompt, 0)
                             ELSE p_input END AS uncached_input_tokens,
            CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_cached, 0)
                             WHEN 'openai_responses' THEN coalesce(p_resp_cached, 0)
+                            WHEN 'gemini' THEN coalesce(p_g_cached, 0)
                             ELSE coalesce(p_cache_read, 0) END AS cached_input_tokens,
-           CASE usage_shape WHEN 'anthropic' THEN coalesce(p_cache_write, 0) ELSE 0 END AS cache_write_tokens,
+           CASE usage_shape WHEN 'anthropic'
+                THEN coalesce(p_cache_write, CASE WHEN p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL
+                                                  THEN coalesce(p_cw_5m, 0) + coalesce(p_cw_1h, 0) END, 0)
+                ELSE 0 END AS cache_write_tokens,
+           CASE usage_shape WHEN 'anthropic' THEN coalesce(p_cw_1h, 0) ELSE 0 END AS cache_write_1h_tokens,
            CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_reasoning, 0)
                             WHEN 'openai_responses' THEN coalesce(p_resp_reasoning, 0)
+                            -- Gemini: candidatesTokenCount excludes the thoughts
+                            WHEN 'gemini' THEN coalesce(p_g_thoughts, 0)
                             ELSE coalesce(p_thinking, 0) END AS thinking_tokens,
-           CASE usage_shape WHEN 'openai_chat' THEN p_completion ELSE p_output END AS completion_total
+           CASE usage_shape WHEN 'openai_chat' THEN p_completion
+                            WHEN 'gemini' THEN coalesce(p_g_candidates, 0) + coalesce(p_g_thoughts, 0)
+                            ELSE p_output END AS completion_total
     FROM shaped
 ),
 judged AS (
@@ -196,12 +279,21 @@ judged AS (
             {int_checks}
             WHEN usage_shape = 'openai_chat' AND p_prompt IS NULL THEN struct_pack(f := 'usage.prompt_tokens', r := 'missing')
             WHEN usage_shape = 'openai_chat' AND p_completion IS NULL THEN struct_pack(f := 'usage.completion_tokens', r := 'missing')
-            WHEN usage_shape <> 'openai_chat' AND p_input IS NULL THEN struct_pack(f := 'usage.input_tokens', r := 'missing')
-            WHEN usage_shape <> 'openai_chat' AND p_output IS NULL THEN struct_pack(f := 'usage.output_tokens', r := 'missing')
+            WHEN usage_shape IN ('openai_responses', 'anthropic') AND p_input IS NULL THEN struct_pack(f := 'usage.input_tokens', r := 'missing')
+            WHEN usage_shape IN ('openai_responses', 'anthropic') AND p_output IS NULL THEN struct_pack(f := 'usage.output_tokens', r := 'missing')
+            WHEN usage_shape = 'gemini' AND p_g_prompt IS NULL THEN struct_pack(f := 'usageMetadata.promptTokenCount', r := 'missing')
+            WHEN usage_shape = 'gemini' AND p_g_prompt < coalesce(p_g_cached, 0) THEN struct_pack(f := 'usageMetadata.cachedContentTokenCount', r := 'cached tokens exceed promptTokenCount, which includes them')
             WHEN uncached_input_tokens < 0 THEN struct_pack(f := 'usage.cached_tokens', r := 'cached tokens exceed the prompt tokens they are part of')
             WHEN thinking_tokens > completion_total THEN struct_pack(f := 'usage.reasoning_tokens', r := 'reasoning/thinking tokens exceed the output tokens they are part of')
             WHEN latency_raw IS NOT NULL AND (latency_ms IS NULL OR latency_ms < 0 OR isnan(latency_ms) OR isinf(latency_ms)) THEN struct_pack(f := 'latency_ms', r := 'not a non-negative number: ' || latency_raw)
             WHEN ttft_raw IS NOT NULL AND (ttft_ms IS NULL OR ttft_ms < 0 OR isnan(ttft_ms) OR isinf(ttft_ms)) THEN struct_pack(f := 'ttft_ms', r := 'not a non-negative number: ' || ttft_raw)
+            WHEN tier_raw IS NOT NULL AND tier_raw NOT IN ({tiers}) THEN struct_pack(f := 'service_tier', r := 'unknown service tier "' || tier_raw || '" (known: {tier_list})')
+            WHEN batch_raw IS NOT NULL AND batch_type IS DISTINCT FROM 'BOOLEAN' THEN struct_pack(f := 'batch', r := 'not a JSON boolean (true or false): ' || batch_raw)
+            WHEN (p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL) AND p_cache_write IS NOT NULL
+                 AND coalesce(p_cw_5m, 0) + coalesce(p_cw_1h, 0) <> p_cache_write
+                 THEN struct_pack(f := 'usage.cache_creation', r := 'ephemeral_5m_input_tokens + ephemeral_1h_input_tokens = '
+                      || (coalesce(p_cw_5m, 0) + coalesce(p_cw_1h, 0)) || ', not cache_creation_input_tokens = ' || p_cache_write)
+            WHEN search_size_raw IS NOT NULL AND lower(trim(search_size_raw)) NOT IN ('low', 'medium', 'high') THEN struct_pack(f := 'tools.search_context_size', r := 'not low, medium or high: ' || search_size_raw)
         END AS problem
     FROM buckets
 )
@@ -210,7 +302,12 @@ SELECT line, CASE WHEN problem IS NOT NULL THEN raw END AS raw,  -- kept for rej
        ts::TIMESTAMP AS ts, request_id, model, provider, node_id,
        coalesce(task_id_raw, request_id) AS task_id, task_type, team, latency_ms, ttft_ms, usage_shape,
        uncached_input_tokens, cached_input_tokens, cache_write_tokens, thinking_tokens,
-       completion_total - thinking_tokens AS output_tokens
+       completion_total - thinking_tokens AS output_tokens,
+       CASE tier_raw {tier_case} END AS service_tier,
+       coalesce(batch_raw = 'true', false) AS is_batch,
+       cache_write_1h_tokens, processing_region,
+       coalesce(p_web_search, web_search_calls, 0) AS web_search_requests,
+       lower(trim(search_size_raw)) AS web_search_context_size
 FROM judged
 """
 
@@ -218,6 +315,9 @@ _OUT_COLUMNS = [
     "line", "ts", "request_id", "model", "provider", "node_id", "task_id", "task_type", "team",
     "latency_ms", "ttft_ms", "usage_shape", "uncached_input_tokens", "cached_input_tokens",
     "cache_write_tokens", "thinking_tokens", "output_tokens",
+    # pricing modifiers (migration 100)
+    "service_tier", "is_batch", "cache_write_1h_tokens", "processing_region", "web_search_requests",
+    "web_search_context_size",
 ]
 
 
@@ -260,7 +360,9 @@ def _sql() -> str:
         for name, (_, path) in _INTS.items()
     )
     ts_trim = _trimmed("ts_raw")
-    sql = _SQL.format(ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
+    tiers = ", ".join(f"'{t}'" for t in _TIERS)
+    tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TIERS.items())
+    sql = _SQL.format(tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
     return re.sub(r"nullif\(trim\((j\.[a-z_.]+)\), ''\)", lambda m: _nonblank(m.group(1)), sql)
 
 
@@ -299,7 +401,12 @@ def _lines(data: bytes) -> pa.Table:
 
 
 def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
-    table = _lines(data)
+    good, rejects = run_lines(_lines(data), ctx)
+    return Parsed(TABLE, good, rejects, "requests_jsonl")
+
+
+def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False) -> tuple[pa.Table, list[Reject]]:
+    """The request query over a (line, raw) table: (good rows, rejects)."""
     con = duckdb.connect()
     try:
         # rows come out in line order without an ORDER BY: the query only projects and filters one
@@ -312,7 +419,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         ).to_arrow_table()
     finally:
         con.close()
-    if out.num_rows == 0:
+    if out.num_rows == 0 and not allow_empty:
         raise SourceFormatError("empty file: no JSON lines")
     reason = out["reject_reason"]
     if reason.null_count == out.num_rows:  # no rejects (the usual file): no copy of the good rows
@@ -321,7 +428,13 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         good = out.filter(pc.is_null(reason)).select(_OUT_COLUMNS)
         bad = out.select(["line", "reject_field", "reject_reason", "raw"]).filter(pc.is_valid(reason)).to_pylist()
     rejects = [Reject(r["line"], r["reject_field"], r["reject_reason"], r["raw"][:2000]) for r in bad]
-    return Parsed(TABLE, good, rejects, "requests_jsonl")
+    return good, rejects
 
 
-SPECS = [SourceSpec("telemetry/requests", "requests_jsonl", sniff, parse, key=("request_id",))]
+from sources import requests_batch  # noqa: E402  (uses run_lines above)
+
+# Batch result files first: they are JSONL with "usage" too, told apart by content.
+SPECS = [
+    *requests_batch.SPECS,
+    SourceSpec("telemetry/requests", "requests_jsonl", sniff, parse, key=("request_id",)),
+]

@@ -76,6 +76,39 @@ def _usage_shapes(con):
     ]
 
 
+def _pricing_modifiers(con):
+    # flex: Chat 1000 prompt of which 200 cached, 500 completion of which 300 reasoning -> 800 / 200 / 0 / 300 / 200
+    # gem: Gemini promptTokenCount 1200 includes 400 cached, + 50 tool-use prompt -> uncached 1200 - 400 + 50 = 850;
+    #      candidatesTokenCount 300 excludes the 700 thoughts -> thinking 700, output 300
+    # ttl: Anthropic 50 uncached, 2000 read, 300 written of which 200 with the 1-hour TTL; tier 'batch' in usage,
+    #      inference_geo 'US' -> 'us', 3 web searches
+    assert q(con, "SELECT request_id, usage_shape, uncached_input_tokens, cached_input_tokens, cache_write_tokens, "
+                  "thinking_tokens, output_tokens, service_tier, is_batch, cache_write_1h_tokens, processing_region, "
+                  "web_search_requests FROM stg.requests ORDER BY line") == [
+        ("flex", "openai_chat", 800, 200, 0, 300, 200, "flex", False, 0, None, 0),
+        ("gem", "gemini", 850, 400, 0, 700, 300, None, False, 0, None, 0),
+        ("ttl", "anthropic", 50, 2000, 300, 0, 900, "batch", False, 200, "us", 3),
+    ]
+
+
+def _openai_batch(con):
+    # created 1751364000 = 2025-07-01 10:00:00 UTC (1751328000 is midnight); Responses body: created_at
+    assert q(con, "SELECT request_id, ts, model, provider, usage_shape, uncached_input_tokens, cached_input_tokens, "
+                  "thinking_tokens, output_tokens, service_tier, is_batch FROM stg.requests ORDER BY line") == [
+        ("chatcmpl-b1", dt.datetime(2025, 7, 1, 10, 0), "o3-2025-04-16", "openai", "openai_chat", 800, 200, 300, 200, "standard", True),
+        ("resp_b3", dt.datetime(2025, 7, 1, 10, 1), "o3", "openai", "openai_responses", 800, 0, 250, 150, None, True),
+    ]
+
+
+def _anthropic_batch(con):
+    # no time in the results: the date in the file name, 00:00 UTC
+    assert q(con, "SELECT request_id, ts, uncached_input_tokens, cached_input_tokens, cache_write_tokens, "
+                  "cache_write_1h_tokens, output_tokens, service_tier, is_batch FROM stg.requests ORDER BY line") == [
+        ("msg_01", dt.datetime(2025, 7, 1), 50, 2000, 300, 0, 900, "batch", True),
+        ("msg_03", dt.datetime(2025, 7, 1), 10, 0, 0, 0, 20, "batch", True),
+    ]
+
+
 def _all_ten_utc(con):
     # naive = UTC; 12:00+02:00 = 10:00Z; epoch 1751364000 s and ms = 2025-07-01T10:00:00Z
     assert q(con, "SELECT DISTINCT ts FROM stg.requests") == [(dt.datetime(2025, 7, 1, 10),)]
@@ -190,6 +223,17 @@ CASES = [
     Case("req_missing_fields", "requests", {REQ + "calls.jsonl": Out("loaded", 6, 1, 0, 5, (
         (1, "request_id", "missing"), (2, "model", "missing"), (3, "usage", "missing"),
         (4, "usage", "not an object"), (5, None, "not a JSON object")))}),
+    # ---- pricing modifiers and batch result files (issue 14)
+    Case("req_pricing_modifiers", "requests", {REQ + "calls.jsonl": Out("loaded", 7, 3, 0, 4, (
+        (2, "service_tier", 'unknown service tier "turbo"'), (3, "batch", "not a JSON boolean"),
+        (4, "usage.cache_creation", "= 200, not cache_creation_input_tokens = 300"),
+        (5, "usage.server_tool_use.web_search_requests", NOT_WHOLE)))}, check=_pricing_modifiers),
+    Case("req_openai_batch_output", "requests", {REQ + "batch_68a1_output.jsonl": Out("loaded", 4, 2, 0, 2, (
+        (2, "response", "failed with status 400: Invalid model"), (4, "response", "completion window expired")))},
+        check=_openai_batch),
+    Case("req_anthropic_batch_results", "requests", {REQ + "msgbatch_01_results.2025-07-01.jsonl": Out("loaded", 5, 2, 0, 3, (
+        (2, "result", "errored: max_tokens: Field required"), (4, "result", "expired"), (5, "result", "canceled")))},
+        check=_anthropic_batch),
     # ---- LLM price sheets (sources/prices_llm.py)
     # BOM, CRLF, odd header case, columns reordered, an extra column with quoted commas
     Case("llm_csv_columns_case_order_extra", "prices_llm", {LLM + "sheet.2025-06-01.csv": Out("loaded", 3, 3)}),

@@ -117,6 +117,23 @@ COLUMNS: dict[str, dict[str, str]] = {
         "cost_at_target_mix_usd": _d("What this tier would cost if the (day, team)'s calls followed the target mix, "
                                      "at this tier's cost per call", USD),
     },
+    "marts.price_basis_mix": {
+        "day": _d("UTC day of the calls", DAY),
+        "provider": _d("API provider", LABEL),
+        "model": _d("Model (lower case, no provider/ prefix, no date suffix)", LABEL),
+        "price_basis": _d("How the calls were priced: 'standard', a service tier ('batch', 'flex', 'priority'), a "
+                          "long-context kind ('above_200k_tokens'), 'regional_<region>', or a combination joined by '+' "
+                          "(e.g. 'above_200k_tokens+priority'); see core.call_costs", LABEL),
+        "calls": _d("API calls priced on this basis", COUNT),
+        "calls_priced_as_standard": _d("Of calls, those whose reported service tier had no rate on the sheet "
+                                       "(priced at standard, price_note on the call)", COUNT),
+        "web_search_requests": _d("Web-search queries of the calls (billed per query)", COUNT),
+        "cost_usd": _d("What the calls cost on their basis, per-query fees included", USD),
+        "cost_at_standard_usd": _d("The same calls at standard rates (no tier, no long context, no uplift; same fees)", USD),
+        "premium_usd": _d("cost_usd - cost_at_standard_usd: negative = saved (flex, batch), positive = extra "
+                          "(priority, long context, regional processing)", USD),
+        "request_fees_usd": _d("The per-query fees in cost_usd (web search)", USD),
+    },
     "marts.daily_spend": {
         "day": _d("UTC day of the spend", DAY),
         "source": _d("'api_usage' (API calls at list price), 'api_bill' (what the provider billed) or "

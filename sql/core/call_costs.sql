@@ -3,8 +3,14 @@
 -- paid GPU-hours (core.self_hosted_allocation). thinking_cost_usd is the part due to thinking
 -- tokens (API: at the reasoning price; self-hosted: the call's cost x thinking share of its
 -- tokens). cost_usd is NULL where no price is known (see marts.unpriced_usage), never 0.
+-- API calls are priced on the basis the provider reports (docs/economics.md "Exact API cost"):
+-- service tier (flex / priority / batch, else standard), long context (a prompt over a sheet's
+-- above_<N>k_tokens threshold prices the whole call at that kind), 1-hour cache writes, regional
+-- uplift, and per-query web-search fees (request_fees_usd, part of cost_usd). price_basis names
+-- the basis, the rate_* columns the rates used (after uplift), cost_at_standard_usd the same call
+-- at standard rates. A call with no modifier costs exactly what it cost before.
 -- grain: one row per call (request_id)
--- reads: stg.requests, core.model_map, core.llm_price_versions, core.dim_nodes, core.self_hosted_allocation, ops.settings
+-- reads: stg.requests, stg.llm_prices, core.model_map, core.llm_price_versions, core.dim_nodes, core.self_hosted_allocation, ops.settings
 -- Speed: the one per-call table (core.calls is a view of it). What depends only on (provider,
 -- model, node, UTC day) -- the model key, the node, the price version in force (versions start
 -- and end at dates) -- is looked up once per distinct key and joined back to the calls by
@@ -58,6 +64,134 @@ key_facts AS (
     LEFT JOIN nodes n ON n.node_id = c.node_id
     WHERE c.pick = 1
 ),
+-- ---- pricing modifiers: every price kind of the sheet model in force on the day, as the sheet
+-- gives it (NULL = not given), so that a field a kind lacks falls back field by field ----
+sheet AS (
+    -- the rule of core.llm_price_versions: same effective date, the last ingested row wins
+    SELECT provider, model, price_kind, effective_from,
+           input_usd_per_mtok AS i, cached_input_usd_per_mtok AS c, cache_write_usd_per_mtok AS w,
+           cache_write_1h_usd_per_mtok AS w1, output_usd_per_mtok AS o, reasoning_usd_per_mtok AS r,
+           usd_per_request_fee AS fee, web_search_usd_per_query_low AS fee_low,
+           web_search_usd_per_query_high AS fee_high, regional_uplift_eu AS up_eu, regional_uplift_us AS up_us
+    FROM stg.llm_prices
+    QUALIFY row_number() OVER (PARTITION BY provider, model, price_kind, effective_from ORDER BY file_id DESC, line DESC) = 1
+),
+rate_keys AS (
+    SELECT DISTINCT price_provider, price_model, day FROM key_facts WHERE price_version_id IS NOT NULL
+),
+kinds_in_force AS (
+    SELECT k.price_provider, k.price_model, k.day, s.*,
+           -- LiteLLM's cache_creation_input_token_cost_above_1hr[_above_200k_tokens] rows ('cache_1hr'
+           -- kinds) carry the 1-hour write price of their base kind
+           contains(s.price_kind, 'cache_1hr') AS is_1h,
+           coalesce(nullif(trim(regexp_replace(s.price_kind, '_?cache_1hr_?', '_'), '_'), ''), 'standard') AS kind
+    FROM rate_keys k
+    JOIN sheet s ON s.provider = k.price_provider AND s.model = k.price_model AND s.effective_from <= k.day
+    QUALIFY row_number() OVER (PARTITION BY k.price_provider, k.price_model, k.day, s.price_kind ORDER BY s.effective_from DESC) = 1
+),
+kind_rates AS (
+    SELECT price_provider, price_model, day, kind,
+           max(i) FILTER (WHERE NOT is_1h) AS i, max(c) FILTER (WHERE NOT is_1h) AS c,
+           max(w) FILTER (WHERE NOT is_1h) AS w,
+           coalesce(max(w1) FILTER (WHERE NOT is_1h), max(w) FILTER (WHERE is_1h)) AS w1,
+           max(o) FILTER (WHERE NOT is_1h) AS o, max(r) FILTER (WHERE NOT is_1h) AS r,
+           max(fee) AS fee, max(fee_low) AS fee_low, max(fee_high) AS fee_high,
+           max(up_eu) AS up_eu, max(up_us) AS up_us,
+           bool_or(NOT is_1h) AS has_row
+    FROM kinds_in_force
+    GROUP BY ALL
+),
+key_lcs AS (
+    -- the long-context kinds of a sheet model: above_<N>k_tokens with an input price, largest first
+    SELECT price_provider, price_model, day,
+           list(struct_pack(n := CAST(regexp_extract(kind, '^above_([0-9]+)k_tokens$', 1) AS BIGINT) * 1000, kind := kind)
+                ORDER BY CAST(regexp_extract(kind, '^above_([0-9]+)k_tokens$', 1) AS BIGINT) DESC) AS thresholds
+    FROM kind_rates
+    WHERE regexp_full_match(kind, 'above_[0-9]+k_tokens') AND i IS NOT NULL
+    GROUP BY ALL
+),
+combos AS (
+    -- every (sheet model, day) x requested tier x long-context kind (NULL = none): the rows consulted,
+    -- most specific first: lc_tier (lt), lc (lk), tier (tk), standard (sk)
+    SELECT k.price_provider, k.price_model, k.day, t.tier, l.lc,
+           lt.has_row AS lt_row, tk.has_row AS tk_row,
+           lt.i AS lt_i, lt.c AS lt_c, lt.w AS lt_w, lt.w1 AS lt_w1, lt.o AS lt_o, lt.r AS lt_r,
+           lk.i AS lk_i, lk.c AS lk_c, lk.w AS lk_w, lk.w1 AS lk_w1, lk.o AS lk_o, lk.r AS lk_r,
+           tk.i AS tk_i, tk.c AS tk_c, tk.w AS tk_w, tk.w1 AS tk_w1, tk.o AS tk_o, tk.r AS tk_r,
+           sk.i AS sk_i, sk.c AS sk_c, sk.w AS sk_w, sk.w1 AS sk_w1, sk.o AS sk_o, sk.r AS sk_r,
+           sk.fee, sk.fee_low, sk.fee_high, sk.up_eu, sk.up_us
+    FROM rate_keys k
+    CROSS JOIN (SELECT unnest(['standard', 'flex', 'priority', 'scale', 'batch']) AS tier) t
+    JOIN (SELECT price_provider, price_model, day, CAST(NULL AS VARCHAR) AS lc FROM rate_keys
+          UNION ALL
+          SELECT price_provider, price_model, day, kind FROM kind_rates
+          WHERE regexp_full_match(kind, 'above_[0-9]+k_tokens') AND i IS NOT NULL) l
+      ON l.price_provider = k.price_provider AND l.price_model = k.price_model AND l.day = k.day
+    LEFT JOIN kind_rates sk ON sk.price_provider = k.price_provider AND sk.price_model = k.price_model AND sk.day = k.day
+          AND sk.kind = 'standard'
+    LEFT JOIN kind_rates tk ON tk.price_provider = k.price_provider AND tk.price_model = k.price_model AND tk.day = k.day
+          AND tk.kind = t.tier AND t.tier <> 'standard'
+    LEFT JOIN kind_rates lk ON lk.price_provider = k.price_provider AND lk.price_model = k.price_model AND lk.day = k.day
+          AND lk.kind = l.lc
+    LEFT JOIN kind_rates lt ON lt.price_provider = k.price_provider AND lt.price_model = k.price_model AND lt.day = k.day
+          AND lt.kind = l.lc || '_' || t.tier AND t.tier <> 'standard'
+),
+combo_std AS (
+    -- not batch: a field the most specific row lacks comes from the next one (LiteLLM's
+    -- fallback); cached and cache-write default to the input price, reasoning to the output
+    -- price of the same row; a 1-hour write without a price is 2 x the input price (Anthropic);
+    -- a tier without any row on the sheet is priced at standard (and flagged)
+    SELECT *,
+           tier IN ('flex', 'priority', 'scale') AND lt_row IS NULL AND tk_row IS NULL AS tier_missing,
+           coalesce(lk_i, sk_i) AS nb_i, coalesce(lk_o, sk_o) AS nb_o
+    FROM combos
+),
+combo_rates AS (
+    SELECT price_provider, price_model, day, tier, lc, tier_missing,
+           CASE WHEN tier = 'batch' THEN 'batch' WHEN tier_missing THEN 'standard' ELSE tier END AS priced_tier,
+           -- standard tier at this context size (also the base of the batch discount)
+           CAST(nb_i AS DECIMAL(38,18)) AS n_i,
+           CAST(coalesce(lk_c, sk_c, nb_i) AS DECIMAL(38,18)) AS n_c,
+           CAST(coalesce(lk_w, sk_w, nb_i) AS DECIMAL(38,18)) AS n_w,
+           -- under long context only the long-context 1-hour price or 2 x its input (not the small-context one)
+           CAST(coalesce(lk_w1, CASE WHEN lc IS NULL THEN sk_w1 END, 2 * nb_i) AS DECIMAL(38,18)) AS n_w1,
+           CAST(nb_o AS DECIMAL(38,18)) AS n_o,
+           CAST(coalesce(coalesce(lk_r, lk_o), coalesce(sk_r, sk_o)) AS DECIMAL(38,18)) AS n_r,
+           -- the requested tier where the sheet has it
+           CAST(coalesce(lt_i, lk_i, tk_i, sk_i) AS DECIMAL(38,18)) AS t_i,
+           CAST(coalesce(lt_c, lk_c, tk_c, sk_c, lt_i, lk_i, tk_i, sk_i) AS DECIMAL(38,18)) AS t_c,
+           CAST(coalesce(lt_w, lk_w, tk_w, sk_w, lt_i, lk_i, tk_i, sk_i) AS DECIMAL(38,18)) AS t_w,
+           CAST(coalesce(lt_w1, lk_w1, CASE WHEN lc IS NULL THEN coalesce(tk_w1, sk_w1) END,
+                         2 * coalesce(lt_i, lk_i, tk_i, sk_i)) AS DECIMAL(38,18)) AS t_w1,
+           CAST(coalesce(lt_o, lk_o, tk_o, sk_o) AS DECIMAL(38,18)) AS t_o,
+           CAST(coalesce(coalesce(lt_r, lt_o), coalesce(lk_r, lk_o), coalesce(tk_r, tk_o), coalesce(sk_r, sk_o)) AS DECIMAL(38,18)) AS t_r,
+           -- batch: the sheet's batch rate at this context size, else 50% of the standard rate
+           -- (OpenAI, Anthropic and Google publish batch as half price)
+           lt_row IS NULL AND (lc IS NOT NULL OR tk_row IS NULL) AS batch_derived,
+           lt_i, lt_c, lt_w, lt_w1, lt_o, lt_r,
+           CASE WHEN lc IS NULL THEN tk_i END AS b_i, CASE WHEN lc IS NULL THEN tk_c END AS b_c,
+           CASE WHEN lc IS NULL THEN tk_w END AS b_w, CASE WHEN lc IS NULL THEN tk_w1 END AS b_w1,
+           CASE WHEN lc IS NULL THEN tk_o END AS b_o, CASE WHEN lc IS NULL THEN tk_r END AS b_r,
+           fee, fee_low, fee_high, up_eu, up_us
+    FROM combo_std
+),
+resolved AS (
+    SELECT price_provider, price_model, day, tier, lc, tier_missing, priced_tier,
+           tier = 'batch' AND batch_derived AS batch_derived,
+           CASE WHEN tier = 'batch' THEN CAST(coalesce(lt_i, b_i, 0.5 * n_i) AS DECIMAL(38,18)) ELSE t_i END AS rate_i,
+           CASE WHEN tier = 'batch' THEN CAST(coalesce(lt_c, b_c, 0.5 * n_c) AS DECIMAL(38,18)) ELSE t_c END AS rate_c,
+           CASE WHEN tier = 'batch' THEN CAST(coalesce(lt_w, b_w, 0.5 * n_w) AS DECIMAL(38,18)) ELSE t_w END AS rate_w,
+           CASE WHEN tier = 'batch' THEN CAST(coalesce(lt_w1, b_w1, 0.5 * n_w1) AS DECIMAL(38,18)) ELSE t_w1 END AS rate_w1,
+           CASE WHEN tier = 'batch' THEN CAST(coalesce(lt_o, b_o, 0.5 * n_o) AS DECIMAL(38,18)) ELSE t_o END AS rate_o,
+           CASE WHEN tier = 'batch' THEN CAST(coalesce(lt_r, b_r, 0.5 * n_r) AS DECIMAL(38,18)) ELSE t_r END AS rate_r,
+           fee, fee_low, fee_high, up_eu, up_us
+    FROM combo_rates
+),
+standard_rates AS (
+    -- the same call at standard rates (no tier, no long context, no uplift): cost_at_standard_usd
+    SELECT price_provider, price_model, day, rate_w1 AS std_w1
+    FROM resolved WHERE tier = 'standard' AND lc IS NULL
+),
 calls AS (
     SELECT r.request_id, r.ts, CAST(r.ts AS DATE) AS day, date_trunc('hour', r.ts) AS hour,
            r.task_id,
@@ -66,6 +200,13 @@ calls AS (
            r.model AS reported_model, f.model,
            CASE WHEN r.node_id IS NULL THEN 'api' ELSE 'self_hosted' END AS serving,
            r.node_id, r.usage_shape, r.latency_ms, r.ttft_ms,
+           r.service_tier, coalesce(r.is_batch, false) AS is_batch, coalesce(r.cache_write_1h_tokens, 0) AS cache_write_1h_tokens,
+           r.processing_region, coalesce(r.web_search_requests, 0) AS web_search_requests, r.web_search_context_size,
+           CASE WHEN coalesce(r.is_batch, false) OR r.service_tier = 'batch' THEN 'batch'
+                ELSE coalesce(r.service_tier, 'standard') END AS requested_tier,
+           -- the largest long-context threshold the prompt exceeds (xAI bills from the threshold on)
+           list_filter(klc.thresholds, lambda x: r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens > x.n
+                       OR (f.price_provider = 'xai' AND r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens = x.n))[1].kind AS lc,
            r.uncached_input_tokens, r.cached_input_tokens, r.cache_write_tokens, r.thinking_tokens, r.output_tokens,
            r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens AS prompt_tokens,
            r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens
@@ -83,17 +224,83 @@ calls AS (
       ON f.reported_provider IS NOT DISTINCT FROM r.provider AND f.reported_model = r.model
      AND f.node_id IS NOT DISTINCT FROM r.node_id AND f.day = CAST(r.ts AS DATE)
     LEFT JOIN task_defaults t ON t.task_id = r.task_id
+    LEFT JOIN key_lcs klc ON klc.price_provider = f.price_provider AND klc.price_model = f.price_model AND klc.day = f.day
+),
+priced AS (
+    SELECT c.*,
+           CASE c.processing_region WHEN 'eu' THEN p.up_eu WHEN 'us' THEN p.up_us END AS uplift,
+           p.priced_tier, p.tier_missing, p.batch_derived,
+           p.rate_i, p.rate_c, p.rate_w, p.rate_w1, p.rate_o, p.rate_r,
+           CASE c.web_search_context_size WHEN 'low' THEN coalesce(p.fee_low, p.fee)
+                WHEN 'high' THEN coalesce(p.fee_high, p.fee) ELSE p.fee END AS fee_per_search,
+           s.std_w1
+    FROM calls c
+    LEFT JOIN resolved p
+           ON c.node_id IS NULL AND p.price_provider = c.price_provider AND p.price_model = c.price_model
+          AND p.day = c.day AND p.tier = c.requested_tier AND p.lc IS NOT DISTINCT FROM c.lc
+    LEFT JOIN standard_rates s
+           ON c.node_id IS NULL AND s.price_provider = c.price_provider AND s.price_model = c.price_model AND s.day = c.day
+),
+with_basis AS (
+    SELECT c.* EXCLUDE (requested_tier, lc, uplift, priced_tier, tier_missing, batch_derived, rate_i, rate_c, rate_w,
+                        rate_w1, rate_o, rate_r, fee_per_search, std_w1),
+           c.priced_tier IS NOT NULL AND (c.priced_tier <> 'standard' OR c.lc IS NOT NULL OR c.uplift IS NOT NULL)
+               AS modified,
+           CASE WHEN c.priced_tier IS NOT NULL
+                THEN coalesce(nullif(concat_ws('+', c.lc, nullif(c.priced_tier, 'standard'),
+                                               CASE WHEN c.uplift IS NOT NULL THEN 'regional_' || c.processing_region END), ''),
+                              'standard') END AS price_basis,
+           coalesce(c.tier_missing, false) AS tier_priced_as_standard,
+           nullif(concat_ws('; ',
+               CASE WHEN c.tier_missing THEN 'service tier ' || c.requested_tier || ' has no rate on the sheet: priced at standard' END,
+               CASE WHEN c.batch_derived THEN 'no batch rate on the sheet: 50% of the standard rates' END,
+               CASE WHEN c.web_search_requests > 0 AND c.price_version_id IS NOT NULL AND c.fee_per_search IS NULL
+                    THEN 'web search fee not on the sheet' END), '') AS price_note,
+           -- the rates used (USD per million tokens, after the regional uplift)
+           CAST(c.rate_i * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_input_usd_per_mtok,
+           CAST(c.rate_c * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_cached_input_usd_per_mtok,
+           CAST(c.rate_w * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_cache_write_usd_per_mtok,
+           CAST(c.rate_w1 * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_cache_write_1h_usd_per_mtok,
+           CAST(c.rate_o * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_output_usd_per_mtok,
+           CAST(c.rate_r * coalesce(c.uplift, 1) AS DECIMAL(38,18)) AS rate_reasoning_usd_per_mtok,
+           CAST(c.uplift AS DECIMAL(9,6)) AS regional_uplift,
+           c.fee_per_search AS usd_per_web_search,
+           c.std_w1
+    FROM priced c
 ),
 costed AS (
     SELECT c.* EXCLUDE (input_usd_per_mtok, cached_input_usd_per_mtok, cache_write_usd_per_mtok,
-                        output_usd_per_mtok, reasoning_usd_per_mtok),
+                        output_usd_per_mtok, reasoning_usd_per_mtok, modified, std_w1),
+           -- at standard rates: exactly the formula of before, plus 1-hour writes at the 1-hour price
            core.usd_for_tokens(c.uncached_input_tokens, c.input_usd_per_mtok)
              + core.usd_for_tokens(c.cached_input_tokens, c.cached_input_usd_per_mtok)
-             + core.usd_for_tokens(c.cache_write_tokens, c.cache_write_usd_per_mtok)
+             + core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.cache_write_usd_per_mtok)
+             + CASE WHEN c.cache_write_1h_tokens > 0 THEN core.usd_for_tokens(c.cache_write_1h_tokens, c.std_w1) ELSE 0 END
              + core.usd_for_tokens(c.thinking_tokens, c.reasoning_usd_per_mtok)
-             + core.usd_for_tokens(c.output_tokens, c.output_usd_per_mtok) AS api_cost_usd,
-           core.usd_for_tokens(c.thinking_tokens, c.reasoning_usd_per_mtok) AS api_thinking_cost_usd
-    FROM calls c
+             + core.usd_for_tokens(c.output_tokens, c.output_usd_per_mtok) AS std_token_cost_usd,
+           core.usd_for_tokens(c.uncached_input_tokens, c.rate_input_usd_per_mtok)
+             + core.usd_for_tokens(c.cached_input_tokens, c.rate_cached_input_usd_per_mtok)
+             + core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.rate_cache_write_usd_per_mtok)
+             + CASE WHEN c.cache_write_1h_tokens > 0 THEN core.usd_for_tokens(c.cache_write_1h_tokens, c.rate_cache_write_1h_usd_per_mtok) ELSE 0 END
+             + core.usd_for_tokens(c.thinking_tokens, c.rate_reasoning_usd_per_mtok)
+             + core.usd_for_tokens(c.output_tokens, c.rate_output_usd_per_mtok) AS modified_token_cost_usd,
+           modified,
+           core.usd_for_tokens(c.thinking_tokens, c.reasoning_usd_per_mtok) AS std_thinking_cost_usd,
+           core.usd_for_tokens(c.thinking_tokens, c.rate_reasoning_usd_per_mtok) AS modified_thinking_cost_usd,
+           -- per-query fees (USD): 0 without searches; NULL when searches have no price on the sheet
+           CASE WHEN c.serving <> 'api' THEN NULL
+                WHEN c.web_search_requests = 0 THEN CAST(0 AS DECIMAL(38,15))
+                ELSE CAST(c.web_search_requests * c.usd_per_web_search AS DECIMAL(38,15)) END AS request_fees_usd
+    FROM with_basis c
+),
+costed2 AS (
+    SELECT c.* EXCLUDE (std_token_cost_usd, modified_token_cost_usd, modified, std_thinking_cost_usd, modified_thinking_cost_usd),
+           CASE WHEN c.modified THEN c.modified_token_cost_usd ELSE c.std_token_cost_usd END
+             + CASE WHEN c.web_search_requests > 0 THEN coalesce(c.request_fees_usd, 0) ELSE 0 END AS api_cost_usd,
+           CASE WHEN c.modified THEN c.modified_thinking_cost_usd ELSE c.std_thinking_cost_usd END AS api_thinking_cost_usd,
+           CAST(c.std_token_cost_usd + CASE WHEN c.web_search_requests > 0 THEN coalesce(c.request_fees_usd, 0) ELSE 0 END
+                AS DECIMAL(38,15)) AS api_cost_at_standard_usd
+    FROM costed c
 ),
 allocated AS (
     SELECT request_id, sum(allocated_micro_usd) AS allocated_micro_usd
@@ -102,7 +309,7 @@ allocated AS (
     GROUP BY request_id
 ),
 final AS (
-    SELECT c.* EXCLUDE (api_cost_usd, api_thinking_cost_usd),
+    SELECT c.* EXCLUDE (api_cost_usd, api_thinking_cost_usd, api_cost_at_standard_usd),
            -- every branch cast to DECIMAL(38,15): a CASE over (38,15) and (38,6) is typed (38,6) and
            -- would round each API call's cost to the micro-dollar before the marts sum it
            CASE WHEN c.serving = 'api' THEN CAST(c.api_cost_usd AS DECIMAL(38,15))
@@ -114,8 +321,20 @@ final AS (
                           * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(38,15))
            END AS thinking_cost_usd,
            a.allocated_micro_usd,
-           CASE WHEN c.serving = 'api' THEN c.api_cost_usd IS NULL ELSE a.allocated_micro_usd IS NULL END AS unpriced
-    FROM costed c
+           CASE WHEN c.serving = 'api' THEN c.api_cost_usd IS NULL ELSE a.allocated_micro_usd IS NULL END AS unpriced,
+           CASE WHEN c.serving = 'api' THEN c.api_cost_at_standard_usd END AS cost_at_standard_usd
+    FROM costed2 c
     LEFT JOIN allocated a USING (request_id)
 )
-SELECT * FROM final
+-- the columns of before in their order, then the pricing-modifier columns (issue 14)
+SELECT * EXCLUDE (service_tier, is_batch, cache_write_1h_tokens, processing_region, web_search_requests,
+                  web_search_context_size, price_basis, tier_priced_as_standard, price_note,
+                  rate_input_usd_per_mtok, rate_cached_input_usd_per_mtok, rate_cache_write_usd_per_mtok,
+                  rate_cache_write_1h_usd_per_mtok, rate_output_usd_per_mtok, rate_reasoning_usd_per_mtok,
+                  regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd),
+       service_tier, is_batch, cache_write_1h_tokens, processing_region, web_search_requests,
+       web_search_context_size, price_basis, tier_priced_as_standard, price_note,
+       rate_input_usd_per_mtok, rate_cached_input_usd_per_mtok, rate_cache_write_usd_per_mtok,
+       rate_cache_write_1h_usd_per_mtok, rate_output_usd_per_mtok, rate_reasoning_usd_per_mtok,
+       regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd
+FROM final
