@@ -276,7 +276,7 @@ def test_focus_costs_carry_the_mandatory_columns(con):
     api = rows(con, """SELECT SkuPriceId, BilledCost, PricingQuantity, PricingUnit, ConsumedQuantity, ListUnitPrice, ChargePeriodEnd
                        FROM marts.focus_costs WHERE x_Source = 'api_usage' AND ResourceId = 'o3'
                        AND ChargePeriodStart = TIMESTAMP '2026-06-15 00:00:00' ORDER BY SkuPriceId""")
-    v = "openai|o3|standard|2026-06-01|"
+    v = "openai|o3|standard|2026-06-01|standard|"
     end = dt.datetime(2026, 6, 16)
     assert api == [(v + "cached-input", D("0.015"), D("0.03"), "1000000 Tokens", D("30000"), D("0.5"), end),
                    (v + "input", D("0.24"), D("0.12"), "1000000 Tokens", D("120000"), D("2"), end),

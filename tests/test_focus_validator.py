@@ -47,9 +47,9 @@ def test_api_usage_rows_are_one_per_model_token_type_and_price(tmp_path, mini_la
             "PricingQuantity, PricingUnit, ConsumedQuantity, ResourceId FROM marts.focus_costs WHERE x_Source = 'api_usage'"
         ).fetchall()
     }
-    o3 = "openai|o3|standard|2026-01-01|"
-    o3_jul = "openai|o3|standard|2026-07-01|"
-    cx = "anthropic|claude-x|standard|2026-01-01|"
+    o3 = "openai|o3|standard|2026-01-01|standard|"
+    o3_jul = "openai|o3|standard|2026-07-01|standard|"
+    cx = "anthropic|claude-x|standard|2026-01-01|standard|"
     want = {
         ("2026-06-30", o3 + "input"): ("openai/o3/input", D("0.015"), D("2.5"), D("0.006"), D("6000"), "o3"),
         ("2026-06-30", o3 + "cached-input"): ("openai/o3/cached-input", D("0.00125"), D("0.625"), D("0.002"), D("2000"), "o3"),
@@ -183,3 +183,52 @@ def test_the_validator_fails_one_invoice_rule_whatever_the_invoice_ids(validator
     duckdb.sql(f"COPY (SELECT * REPLACE ('INV-1' AS InvoiceId) FROM '{demo_export}') TO '{filled}' (FORMAT parquet)")
     failed = {k for k, v in run_validator(validator, filled).items() if v == "FAIL"}
     assert failed == {"InvoiceId-C-004-C"}
+
+
+@pytest.fixture(scope="module")
+def modifiers_export(tmp_path_factory):
+    """The 480 generated calls of tests/test_pricing_crosscheck.py (every service tier, batch,
+    long context, 1-hour cache writes, regional uplift, web-search fees) on the real LiteLLM
+    price snapshot, built and exported as FOCUS."""
+    import json as _json
+    import random
+
+    from tests.test_pricing_crosscheck import REAL, generate
+
+    root = tmp_path_factory.mktemp("focus_modifiers")
+    landing = root / "landing"
+    (landing / "prices" / "llm").mkdir(parents=True)
+    (landing / "telemetry" / "requests").mkdir(parents=True)
+    shutil.copyfile(REAL, landing / "prices" / "llm" / REAL.name)
+    calls = generate(random.Random(14))
+    (landing / "telemetry" / "requests" / "calls.jsonl").write_text("\n".join(_json.dumps(c[0]) for c in calls) + "\n")
+    con, _ = build_warehouse(landing, root / "w.duckdb")
+    return con, export_focus(con, root / "out", "parquet")
+
+
+def test_token_type_rows_add_up_to_every_priced_call_exactly(modifiers_export):
+    con, _ = modifiers_export
+    # the per-type costs (tokens x the rate each call was priced at, + fees) are the calls' costs
+    # exactly, before the per-row rounding of the mart
+    exact = con.execute("""SELECT sum(cost_usd),
+                                  sum(uncached_input_cost_usd + cached_input_cost_usd + cache_write_5m_cost_usd
+                                      + cache_write_1h_cost_usd + thinking_cost_usd + output_cost_usd + request_fees_usd)
+                           FROM core.daily_call_totals WHERE serving = 'api' AND priced""").fetchall()[0]
+    assert exact[0] == exact[1] and exact[0] > 0
+    kinds = {r[0] for r in con.execute("SELECT DISTINCT split_part(SkuPriceId, '|', 5) FROM marts.focus_costs "
+                                       "WHERE x_Source = 'api_usage'").fetchall()}
+    assert {"batch", "standard"} <= kinds  # price bases are SKU prices of their own
+    assert {r[0] for r in con.execute("SELECT DISTINCT PricingUnit FROM marts.focus_costs WHERE x_Source = 'api_usage'").fetchall()} \
+        == {"1000000 Tokens", "Searches"}
+    n_rows, per_row_rounding = con.execute(
+        "SELECT count(*), abs(sum(BilledCost) - (SELECT sum(cost_usd) FROM core.call_costs WHERE serving = 'api')) "
+        "FROM marts.focus_costs WHERE x_Source = 'api_usage'").fetchall()[0]
+    assert per_row_rounding <= D("0.0000005") * n_rows
+
+
+def test_every_price_basis_passes_the_validator_but_the_invoice_pair(validator, modifiers_export, tmp_path):
+    con, written = modifiers_export
+    whole = tmp_path / "all.parquet"
+    con.execute(f"COPY (SELECT * FROM marts.focus_costs) TO '{whole}' (FORMAT parquet)")
+    failed = {k for k, v in run_validator(validator, whole).items() if v == "FAIL"}
+    assert failed == {"InvoiceId-C-005-C"}
