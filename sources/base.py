@@ -52,6 +52,8 @@ class ParseContext:
 
     ingested_at: dt.datetime  # UTC; default effective date of a price sheet without a date
     fx_usd_per_unit: dict[str, float] = field(default_factory=dict)  # currency -> USD rate
+    # thinktax.toml [otel] team_attribute: the resource attribute that names an OTel span's team
+    otel_team_attribute: str = "service.namespace"
 
 
 @dataclass

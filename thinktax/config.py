@@ -34,10 +34,18 @@ class Alert:
 
 
 @dataclass(frozen=True)
+class Otel:
+    # The resource attribute that names the team of an OpenTelemetry span (telemetry/otel/);
+    # a span whose resource lacks it takes service.name. Applies to files ingested from then on.
+    team_attribute: str = "service.namespace"
+
+
+@dataclass(frozen=True)
 class Config:
     hours_per_month: float = 730.0
     tiers: Tiers = field(default_factory=Tiers)
     alert: Alert = field(default_factory=Alert)
+    otel: Otel = field(default_factory=Otel)
     source: str | None = None  # the file it came from, if any
 
     def settings_row(self) -> dict[str, object]:
@@ -52,6 +60,7 @@ class Config:
             "target_full": float(mix.get("full", 0.0)),
             "alert_window_days": int(self.alert.window_days),
             "alert_threshold_usd_per_month": float(self.alert.threshold_usd_per_month),
+            "otel_team_attribute": str(self.otel.team_attribute),
         }
 
 
@@ -71,6 +80,8 @@ def _check(cfg: Config) -> Config:
         raise ConfigError("hours_per_month must be > 0")
     if cfg.alert.window_days < 1:
         raise ConfigError("alert.window_days must be >= 1")
+    if not isinstance(cfg.otel.team_attribute, str) or not cfg.otel.team_attribute.strip():
+        raise ConfigError("otel.team_attribute must be a resource attribute name, e.g. 'service.namespace'")
     return cfg
 
 
@@ -87,16 +98,18 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"config file not found: {p}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    known = {"hours_per_month", "tiers", "alert"}
+    known = {"hours_per_month", "tiers", "alert", "otel"}
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
     try:
         tiers = Tiers(**raw.get("tiers", {}))
         alert = Alert(**raw.get("alert", {}))
+        otel = Otel(**raw.get("otel", {}))
     except TypeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, source=str(p)))
+    return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, otel=otel,
+                         source=str(p)))
 
 
 def resolve_paths(landing: str | None, warehouse: str | None) -> tuple[Path, Path]:

@@ -362,6 +362,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "target_full": _d("Target share of 'full' calls", FRACTION),
         "alert_window_days": _d("Trailing window of reasoning API spend the alert looks at", "days"),
         "alert_threshold_usd_per_month": _d("Alert threshold; 0 = the break-even of the cheapest feasible deployment", "USD per month"),
+        "otel_team_attribute": _d("[otel] team_attribute: the resource attribute that names an OpenTelemetry span's team (else service.name)", LABEL),
     },
     "ops.alerts": {
         "alert": _d("Alert name ('breakeven')", LABEL),

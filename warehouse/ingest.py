@@ -136,7 +136,8 @@ class Ingestor:
         self.landing = landing
         self.now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
         self.specs = specs if specs is not None else all_specs()
-        self.ctx = ParseContext(ingested_at=self.now, fx_usd_per_unit=self._fx_rates())
+        self.ctx = ParseContext(ingested_at=self.now, fx_usd_per_unit=self._fx_rates(),
+                                otel_team_attribute=self._setting("otel_team_attribute", "service.namespace"))
         self._columns: dict[str, list[tuple[str, bool]]] = {}
         self._seen: set[tuple[str, int, int]] | None = None  # (file, bytes, mtime_ns) ingested before
 
@@ -146,6 +147,14 @@ class Ingestor:
             "SELECT currency, arg_max(usd_per_unit, effective_from) FROM stg.fx_rates GROUP BY currency"
         ).fetchall()
         return dict(rows)
+
+    def _setting(self, name: str, default: str) -> str:
+        """A thinktax.toml setting from ops.settings (written before the ingest), else the default."""
+        try:
+            rows = self.con.execute(f"SELECT {name} FROM ops.settings").fetchall()
+        except duckdb.Error:  # a bare connection (tests) or settings written before the setting existed
+            return default
+        return rows[0][0] if rows and rows[0][0] else default
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _load_seen(self) -> set[tuple[str, int, int]]:
