@@ -114,11 +114,13 @@ def fetch(dsn: str, landing: Path, since: dt.date | None = None, overlap_minutes
         floor = dt.datetime.combine(since, dt.time())
         if lower_ts is None or floor > lower_ts:
             lower_ts, lower_id = floor, ""
-    cols = sql.SQL(", ").join(
-        sql.SQL("{}::text").format(sql.Identifier(c)) if c in ("metadata", "request_tags") else sql.Identifier(c)
-        for c in COLUMNS
-    )
-    query = sql.SQL('SELECT {cols} FROM "LiteLLM_SpendLogs" WHERE {where} ORDER BY "startTime", request_id').format(
+    # Postgres writes each row as the JSON line that is landed (row_to_json: JSON columns embedded,
+    # timestamps ISO-8601), so no row is rebuilt in Python
+    cols = sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS)
+    query = sql.SQL(
+        'SELECT s."startTime", s.request_id, row_to_json(s)::text FROM (SELECT {cols} FROM "LiteLLM_SpendLogs" '
+        'WHERE {where}) s ORDER BY s."startTime", s.request_id'
+    ).format(
         cols=cols,
         where=sql.SQL('("startTime", request_id) > (%(ts)s, %(id)s)') if lower_ts is not None else sql.SQL("true"),
     )
@@ -135,19 +137,14 @@ def fetch(dsn: str, landing: Path, since: dt.date | None = None, overlap_minutes
                     rows = cur.fetchmany(batch_rows)
                     if not rows:
                         break
-                    for r in rows:  # serialising rows to JSON text: I/O, not per-row computation
-                        rec = dict(zip(COLUMNS, r))
-                        for k in ("metadata", "request_tags"):
-                            rec[k] = json.loads(rec[k]) if rec[k] is not None else None
-                        for k in ("startTime", "endTime"):
-                            if rec[k] is not None:
-                                rec[k] = _iso(rec[k])
-                        out.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
+                    out.writelines(r[2] + "\n" for r in rows)
                     n += len(rows)
-                    first = first or (rows[0][COLUMNS.index("startTime")], rows[0][0])
-                    last = (rows[-1][COLUMNS.index("startTime")], rows[-1][0])
+                    first = first or (rows[0][0], rows[0][1])
+                    last = (rows[-1][0], rows[-1][1])
                     if after_batch is not None:
                         after_batch(n, conn)
+                out.flush()
+                os.fsync(out.fileno())  # on disk before the rename makes it visible
         if n == 0:
             tmp.unlink()
             return None, 0
