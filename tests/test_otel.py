@@ -180,3 +180,30 @@ def test_the_other_model_call_operations_are_costed(tmp_path, op):
     line = LINE2.replace('"stringValue": "chat"', f'"stringValue": "{op}"')
     con, _ = _build(tmp_path, {"telemetry/otel/t.jsonl": line + "\n"})
     assert con.execute("SELECT request_id, cost_usd FROM core.call_costs").fetchall() == [("msg_1", D("0.0567"))]
+
+
+def test_thinktax_run_publishes_spans_and_spend_logs_through_every_check(tmp_path, capsys):
+    """The real pipeline (Dagster, Great Expectations suites, blocking checks) on OTel spans and a
+    landed LiteLLM spend log: it publishes, and marts.cost_crosscheck / marts.focus_costs read them.
+    The spend log row is resp_1's call again under another request id, reported at 0.25 USD
+    (thinktax: 0.20225, so it differs by 0.04775)."""
+    from thinktax.cli import main
+
+    spend = json.dumps({"request_id": "ll-1", "call_type": "acompletion", "spend": 0.25, "prompt_tokens": 8000,
+                        "completion_tokens": 15500, "startTime": "2026-06-30T11:00:00", "model": "o3",
+                        "custom_llm_provider": "openai", "status": "success", "request_tags": ["qa"],
+                        "metadata": {"usage_object": {"prompt_tokens": 8000, "completion_tokens": 15500,
+                                                      "prompt_tokens_details": {"cached_tokens": 2000},
+                                                      "completion_tokens_details": {"reasoning_tokens": 15000}}}})
+    landing = write_files(tmp_path / "landing", {**PRICES, "telemetry/otel/traces.jsonl.gz": gzip.compress(OTLP.encode()),
+                                                 "telemetry/litellm_spendlogs/spendlogs.1.jsonl": spend + "\n"})
+    wh = tmp_path / "wh" / "thinktax.duckdb"
+    assert main(["run", "--landing", str(landing), "--warehouse", str(wh), "--quiet"]) == 0, capsys.readouterr().err
+    assert main(["sql", "SELECT provider, model, calls, thinktax_cost_usd, reported_cost_usd, difference_usd, differing_calls "
+                        "FROM marts.cost_crosscheck", "--warehouse", str(wh), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"provider": "openai", "model": "o3", "calls": 1, "thinktax_cost_usd": "0.202250",
+                                                   "reported_cost_usd": "0.250000", "difference_usd": "0.047750", "differing_calls": 1}]
+    # API spend in FOCUS = the four calls: 0.20225 + 0.0085 + 0.0567 + 0.20225
+    assert main(["sql", "SELECT sum(BilledCost) FROM marts.focus_costs WHERE x_Source = 'api_usage'",
+                 "--warehouse", str(wh), "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "0.469700"
