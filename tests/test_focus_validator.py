@@ -108,10 +108,14 @@ def test_export_cli_rejects_a_bad_month(tmp_path, capsys):
 # -- the FinOps validator -----------------------------------------------------------------------
 
 def _python312() -> str | None:
-    for cand in [os.environ.get("THINKTAX_PY312"), shutil.which("python3.12"),
+    """A Python 3.12 that runs (a pyenv shim on PATH may exist and still fail)."""
+    for cand in [os.environ.get("THINKTAX_PY312"),
                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python")), reverse=True),
-                 *sorted(glob.glob("/root/.pyenv/versions/3.12*/bin/python"), reverse=True)]:
-        if cand and Path(cand).exists():
+                 shutil.which("python3.12")]:
+        if not cand or not Path(cand).exists():
+            continue
+        r = subprocess.run([cand, "-c", "import sys; print(sys.version_info[:2] == (3, 12))"], capture_output=True, text=True)
+        if r.returncode == 0 and r.stdout.strip() == "True":
             return cand
     return None
 
