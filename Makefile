@@ -49,3 +49,24 @@ SHOT := .thinktax/screenshot
 screenshot: $(STAMP)
 	DAGSTER_HOME=$(CURDIR)/$(SHOT)/dagster_home $(BIN)/thinktax demo --landing $(SHOT)/landing --warehouse $(SHOT)/thinktax.duckdb
 	$(BIN)/thinktax report --warehouse $(SHOT)/thinktax.duckdb --out $(SHOT)/report.html --png docs/img/report.png
+
+.PHONY: focus-venv focus-validate
+
+# The FinOps Foundation's focus-validator 2.2.1 needs Python 3.12, so it gets its own venv
+# (.thinktax/focus-venv) from the pins in tools/focus-validator.txt; PY312 is found on PATH or
+# under pyenv. `make focus-validate FOCUS_FILE=out/focus_costs_2026-06.parquet` runs it offline
+# (docs/bi.md); tests/test_focus_validator.py makes the same venv itself.
+PY312      ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python) $(shell python3.12 -c "import sys; print(sys.executable)" 2>/dev/null))
+FOCUS_VENV := .thinktax/focus-venv
+focus-venv: $(FOCUS_VENV)/.installed
+$(FOCUS_VENV)/.installed: tools/focus-validator.txt
+	@test -n "$(PY312)" || { echo "focus-validator needs Python 3.12: set PY312=/path/to/python3.12"; exit 2; }
+	$(PY312) -m venv $(FOCUS_VENV)
+	$(FOCUS_VENV)/bin/python -m pip install --quiet -r tools/focus-validator.txt
+	cp tools/focus-validator.txt $@
+
+# run from the package folder: 2.2.1 opens its bundled currency list by a relative path
+focus-validate: $(FOCUS_VENV)/.installed
+	@test -n "$(FOCUS_FILE)" || { echo "usage: make focus-validate FOCUS_FILE=path/to/focus_costs_YYYY-MM.parquet"; exit 2; }
+	cd $(FOCUS_VENV)/lib/python3.12/site-packages && $(CURDIR)/$(FOCUS_VENV)/bin/focus-validator \
+	    --data-file $(abspath $(FOCUS_FILE)) --validate-version 1.2.0.1 --block-download

@@ -52,6 +52,8 @@ class ParseContext:
 
     ingested_at: dt.datetime  # UTC; default effective date of a price sheet without a date
     fx_usd_per_unit: dict[str, float] = field(default_factory=dict)  # currency -> USD rate
+    # thinktax.toml [otel] team_attribute: the resource attribute that names an OTel span's team
+    otel_team_attribute: str = "service.namespace"
 
 
 @dataclass
@@ -64,6 +66,10 @@ class Parsed:
     # records the parser itself recognised as repeats of records it returns (e.g. one series exposed
     # under two names); they count as duplicates in ops.ingested_files
     duplicates: int = 0
+    # side tables: {staging table: rows}, each row tied to a good row of ``rows`` by its ``line``.
+    # A side row is inserted, in the same transaction, exactly when its main row is loaded (not
+    # when that row is a duplicate, a conflict or rejected), so it never counts in rows_in.
+    side: dict[str, pa.Table] = field(default_factory=dict)
 
     @property
     def rows_in(self) -> int:

@@ -29,7 +29,8 @@ def all_specs() -> list[SourceSpec]:
     specs: list[SourceSpec] = []
     for module in (fx, prices_llm, requests, catalog):
         specs.extend(module.SPECS)
-    for optional in ("prices_gpu", "bills_openai", "bills_anthropic", "bills_focus", "prometheus"):
+    for optional in ("prices_gpu", "bills_openai", "bills_anthropic", "bills_focus", "prometheus",
+                     "litellm_spendlogs", "otel"):
         try:
             module = __import__(f"sources.{optional}", fromlist=["SPECS"])
         except ModuleNotFoundError as exc:  # family not built yet

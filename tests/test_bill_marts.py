@@ -270,13 +270,19 @@ def test_focus_costs_carry_the_mandatory_columns(con):
     nulls = rows(con, "SELECT " + ", ".join(f'count(*) FILTER (WHERE "{c}" IS NULL)' for c in not_null)
                  + " FROM marts.focus_costs")[0]
     assert dict(zip(not_null, nulls)) == dict.fromkeys(not_null, 0)
-    # one computed API row: o3 on 2026-06-15 = 0.041 x 15 = 0.615 USD for prompt + completion tokens
-    # 10,000 x 15 + 3,000 x 15 = 195,000 tokens = 0.195 M
-    (api,) = rows(con, """SELECT BilledCost, PricingQuantity, PricingUnit, ConsumedQuantity, SkuPriceId, ChargePeriodEnd
-                          FROM marts.focus_costs WHERE x_Source = 'api_usage' AND ResourceId = 'o3'
-                          AND ChargePeriodStart = TIMESTAMP '2026-06-15 00:00:00'""")
-    assert api == (D("0.615"), D("0.195"), "1M Tokens", D("195000"), "openai|o3|standard|2026-06-01",
-                   dt.datetime(2026, 6, 16))
+    # the computed API rows of o3 on 2026-06-15, one per token type (issue 15), adding up to
+    # 0.041 x 15 = 0.615 USD: input 8,000 x 15 = 120,000 x $2/M = 0.24; cached 30,000 x $0.50/M =
+    # 0.015; reasoning 30,000 x $8/M = 0.24; output 15,000 x $8/M = 0.12
+    api = rows(con, """SELECT SkuPriceId, BilledCost, PricingQuantity, PricingUnit, ConsumedQuantity, ListUnitPrice, ChargePeriodEnd
+                       FROM marts.focus_costs WHERE x_Source = 'api_usage' AND ResourceId = 'o3'
+                       AND ChargePeriodStart = TIMESTAMP '2026-06-15 00:00:00' ORDER BY SkuPriceId""")
+    v = "openai|o3|standard|2026-06-01|standard|"
+    end = dt.datetime(2026, 6, 16)
+    assert api == [(v + "cached-input", D("0.015"), D("0.03"), "1000000 Tokens", D("30000"), D("0.5"), end),
+                   (v + "input", D("0.24"), D("0.12"), "1000000 Tokens", D("120000"), D("2"), end),
+                   (v + "output", D("0.12"), D("0.015"), "1000000 Tokens", D("15000"), D("8"), end),
+                   (v + "reasoning-output", D("0.24"), D("0.03"), "1000000 Tokens", D("30000"), D("8"), end)]
+    assert sum(r[1] for r in api) == D("0.615")
     # one node-day: 24 GPU-hours x $2
     (node,) = rows(con, """SELECT BilledCost, PricingQuantity, PricingUnit, ListUnitPrice, ServiceCategory, ProviderName
                            FROM marts.focus_costs WHERE x_Source = 'self_hosted' AND ResourceId = 'n1'

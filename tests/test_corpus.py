@@ -345,6 +345,47 @@ CASES = [
         MET + "gpu-a__2025-07-01T10-00-00Z.prom": Out("loaded", 3, 2, 0, 1)}),
 ]
 
+# ---- issue 15: OpenTelemetry GenAI spans and LiteLLM proxy spend logs
+OTEL = "telemetry/otel/"
+SPEND = "telemetry/litellm_spendlogs/"
+
+
+def _otel_buckets(con):
+    # the one good span: input 1,200 of which 200 cache reads, output 300 of which 100 reasoning
+    # -> 1,000 / 200 / 0 / 100 / 200; task type = the invoke_agent ancestor's gen_ai.agent.name;
+    # the agent's own usage (999 / 999) is an aggregate and is never loaded
+    assert q(con, "SELECT request_id, uncached_input_tokens, cached_input_tokens, cache_write_tokens, thinking_tokens, "
+                  "output_tokens, task_type, team FROM stg.requests") == [("ok-1", 1000, 200, 0, 100, 200, "triage", "corpus")]
+
+
+def _spendlog_buckets(con):
+    # ok-1: usage_object prompt 1,000 of which 400 cached, completion 100 of which 60 reasoning;
+    # ok-2: no usage_object -> the row's prompt_tokens 1,000 / completion_tokens 100, no detail
+    assert q(con, "SELECT request_id, uncached_input_tokens, cached_input_tokens, thinking_tokens, output_tokens "
+                  "FROM stg.requests ORDER BY request_id") == [("ok-1", 600, 400, 60, 40), ("ok-2", 1000, 0, 0, 100)]
+    assert q(con, "SELECT request_id, reported_cost_usd FROM stg.reported_costs ORDER BY request_id") == [
+        ("ok-1", Decimal("0.001")), ("ok-2", Decimal("0.001"))]
+
+
+CASES += [
+    Case("otel_bad_spans", "otel", {OTEL + "spans.jsonl": Out("loaded", 8, 1, 0, 7, (
+        (1, "gen_ai.usage", "model call without usage"),
+        (1, "gen_ai.usage.cache_read.input_tokens", "cache reads + writes exceed the input tokens"),
+        (1, "gen_ai.usage.reasoning.output_tokens", "reasoning tokens exceed the output tokens"),
+        (1, "gen_ai.usage.input_tokens", NOT_WHOLE + ": abc"),
+        (1, "gen_ai.response.model", "missing"),
+        (2, None, "not OTLP/JSON TracesData"),
+        (3, "traceId", "not 32 hex digits")))}, check=_otel_buckets),
+    Case("spendlogs_bad_rows", "litellm_spendlogs", {SPEND + "spendlogs.20250701.jsonl": Out("loaded", 9, 2, 0, 7, (
+        (3, "status", "failed call (status failure)"),
+        (4, "request_id", "missing"),
+        (5, "spend", "not a number >= 0: abc"),
+        (6, "metadata.usage_object.prompt_tokens_details", "cached + cache-write tokens exceed the prompt"),
+        (7, "metadata.usage_object.completion_tokens_details.reasoning_tokens", "reasoning tokens exceed the completion"),
+        (8, None, "not a JSON object"),
+        (9, "prompt_tokens", NOT_WHOLE + ": -5")))}, check=_spendlog_buckets),
+]
+
 # Cases that show a gap in code other engineers own: strict xfail, so the fix shows up as XPASS.
 GAPS = [
 ]
@@ -406,7 +447,7 @@ def test_corpus_is_complete():
     assert folders == listed
     assert len(CASES) + len(GAPS) >= 25
     assert {c.family for c in CASES} == {"requests", "prices_llm", "prices_gpu", "catalog", "bills_openai",
-                                         "bills_anthropic", "bills_focus", "prometheus"}
+                                         "bills_anthropic", "bills_focus", "prometheus", "otel", "litellm_spendlogs"}
     readme = (CORPUS / "README.md").read_text()
     assert all(f"`{name}`" in readme for name in folders)
 

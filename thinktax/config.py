@@ -40,11 +40,19 @@ class Forecast:
 
 
 @dataclass(frozen=True)
+class Otel:
+    # The resource attribute that names the team of an OpenTelemetry span (telemetry/otel/);
+    # a span whose resource lacks it takes service.name. Applies to files ingested from then on.
+    team_attribute: str = "service.namespace"
+
+
+@dataclass(frozen=True)
 class Config:
     hours_per_month: float = 730.0
     tiers: Tiers = field(default_factory=Tiers)
     alert: Alert = field(default_factory=Alert)
     forecast: Forecast = field(default_factory=Forecast)
+    otel: Otel = field(default_factory=Otel)
     source: str | None = None  # the file it came from, if any
 
     def settings_row(self) -> dict[str, object]:
@@ -61,6 +69,7 @@ class Config:
             "alert_threshold_usd_per_month": float(self.alert.threshold_usd_per_month),
             "alert_warn_months": int(self.alert.warn_months),
             "forecast_horizon_months": int(self.forecast.horizon_months),
+            "otel_team_attribute": str(self.otel.team_attribute),
         }
 
 
@@ -84,6 +93,8 @@ def _check(cfg: Config) -> Config:
         raise ConfigError("alert.warn_months must be >= 0")
     if not 1 <= cfg.forecast.horizon_months <= 36:
         raise ConfigError("forecast.horizon_months must be 1 to 36")
+    if not isinstance(cfg.otel.team_attribute, str) or not cfg.otel.team_attribute.strip():
+        raise ConfigError("otel.team_attribute must be a resource attribute name, e.g. 'service.namespace'")
     return cfg
 
 
@@ -100,7 +111,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"config file not found: {p}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    known = {"hours_per_month", "tiers", "alert", "forecast"}
+    known = {"hours_per_month", "tiers", "alert", "forecast", "otel"}
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
@@ -108,10 +119,11 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         tiers = Tiers(**raw.get("tiers", {}))
         alert = Alert(**raw.get("alert", {}))
         forecast = Forecast(**raw.get("forecast", {}))
+        otel = Otel(**raw.get("otel", {}))
     except TypeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
     return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, forecast=forecast,
-                              source=str(p)))
+                         otel=otel, source=str(p)))
 
 
 def resolve_paths(landing: str | None, warehouse: str | None) -> tuple[Path, Path]:

@@ -189,7 +189,8 @@ def suites(now: dt.datetime) -> dict[str, Suite]:
             a_at_least_b("completion_tokens", "thinking_tokens",
                          "thinking is part of the completion (completion = thinking + visible output)"),
             in_time("ts", soon),
-            in_set("usage_shape", ["openai_chat", "openai_responses", "anthropic", "gemini"], "a known usage shape"),
+            in_set("usage_shape", ["openai_chat", "openai_responses", "anthropic", "gemini", "litellm", "otel_genai"],
+                   "a known usage shape (litellm: LiteLLM spend logs; otel_genai: OpenTelemetry GenAI spans)"),
             in_set("service_tier", ["standard", "flex", "priority", "scale", "batch"],
                    "a known service tier (the parser quarantines others)"),
             between("cache_write_1h_tokens", 0, MAX_TOKENS_PER_CALL, "a non-negative count"),
@@ -288,6 +289,12 @@ def suites(now: dt.datetime) -> dict[str, Suite]:
         in_set("fx_usd_per_unit", [1.0], "USD converts to USD at 1", where=(("billing_currency", "==", "USD"),)),
         a_at_least_b("charge_period_end", "charge_period_start", "a charge period does not end before it starts"),
         in_time("charge_period_start", soon),
+    )))
+    out.append(Suite("stg.reported_costs", (
+        *not_null("request_id", "reporter", "reported_cost_usd"),
+        Expect("ExpectColumnValuesToBeUnique", {"column": "request_id"}, "one reported cost per call (loaded with its call)"),
+        between("reported_cost_usd", 0, None, "a cost is not negative (the parser quarantines others)"),
+        in_set("reporter", ["litellm"], "a known reporter"),
     )))
     return {s.table: s for s in out}
 

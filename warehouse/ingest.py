@@ -136,7 +136,8 @@ class Ingestor:
         self.landing = landing
         self.now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
         self.specs = specs if specs is not None else all_specs()
-        self.ctx = ParseContext(ingested_at=self.now, fx_usd_per_unit=self._fx_rates())
+        self.ctx = ParseContext(ingested_at=self.now, fx_usd_per_unit=self._fx_rates(),
+                                otel_team_attribute=self._setting("otel_team_attribute", "service.namespace"))
         self._columns: dict[str, list[tuple[str, bool]]] = {}
         self._seen: set[tuple[str, int, int]] | None = None  # (file, bytes, mtime_ns) ingested before
 
@@ -146,6 +147,14 @@ class Ingestor:
             "SELECT currency, arg_max(usd_per_unit, effective_from) FROM stg.fx_rates GROUP BY currency"
         ).fetchall()
         return dict(rows)
+
+    def _setting(self, name: str, default: str) -> str:
+        """A thinktax.toml setting from ops.settings (written before the ingest), else the default."""
+        try:
+            rows = self.con.execute(f"SELECT {name} FROM ops.settings").fetchall()
+        except duckdb.Error:  # a bare connection (tests) or settings written before the setting existed
+            return default
+        return rows[0][0] if rows and rows[0][0] else default
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _load_seen(self) -> set[tuple[str, int, int]]:
@@ -311,6 +320,8 @@ class Ingestor:
                 f"INSERT INTO {table} (file_id, {names}) SELECT ?, {names} FROM _incoming WHERE _verdict = 'new'",
                 [file_id],
             ).fetchall()[0][0]
+            for side_table, side_rows in parsed.side.items():
+                self._load_side(side_table, side_rows, file_id)
             quarantined = con.execute("SELECT count(*) FROM ops.quarantine WHERE file_id = ?", [file_id]).fetchall()[0][0]
             rows_in = parsed.rows_in
             if loaded + dup + quarantined != rows_in:
@@ -333,6 +344,23 @@ class Ingestor:
         for w in parsed.meta.get("warnings", []):
             log.warning("%s: %s", rel, w)
         return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined)
+
+    def _load_side(self, table: str, rows: pa.Table, file_id: int) -> None:
+        """Insert the side rows whose main row (same ``line``) was just loaded as new."""
+        cols = [c for c, _ in self._table_columns(table) if c != "file_id"]
+        extra = set(rows.column_names) - set(cols)
+        if extra or "line" not in rows.column_names:
+            raise RuntimeError(f"side rows for {table}: columns not in the table {sorted(extra)} or no 'line'")
+        names = ", ".join(f'"{c}"' for c in cols if c in rows.column_names)
+        self.con.register("_side_arrow", rows)
+        try:
+            self.con.execute(
+                f"INSERT INTO {table} (file_id, {names}) SELECT ?, {names} FROM _side_arrow "
+                "WHERE line IN (SELECT line FROM _incoming WHERE _verdict = 'new')",
+                [file_id],
+            )
+        finally:
+            self.con.unregister("_side_arrow")
 
     def _classify(self, table: str, key: tuple[str, ...] | None, col_names: list[str]) -> tuple[int, int]:
         """Add _verdict ('new', 'duplicate', 'conflict') to _incoming; return (duplicates, conflicts)."""

@@ -2,21 +2,52 @@
 -- which must be recomputed whole each run (marts.tier_mix: its fallback cost per call is an
 -- average over all days; marts.focus_costs) read a few rows per day instead of every call.
 -- cost_usd is the exact sum of core.call_costs.cost_usd (NULL costs left out, as sum() does);
--- priced = the calls' cost_usd is known.
--- grain: day x team x tier x serving x provider x model x price_version_id x priced
+-- priced = the calls' cost_usd is known. For marts.focus_costs (one row per token type and price)
+-- the token buckets are summed with, for priced API calls, each bucket's cost at the rate the call
+-- was priced at (core.call_costs rate_* columns: tier, long context, uplift applied): *_cost_usd;
+-- cache writes are split into 5-minute (cache_write_tokens - cache_write_1h_tokens) and 1-hour;
+-- request_fees_usd = per-query fees. For a priced API call the bucket costs plus its fees are its
+-- cost_usd (tests/test_focus_validator.py checks it on every call of the demo).
+-- grain: day x team x tier x serving x provider x model x price_version_id x price_basis x priced
 -- reads: core.call_costs
 -- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
 WITH calls AS (
-    SELECT day, team, tier, serving, provider, model, price_version_id, cost_usd IS NOT NULL AS priced,
-           total_tokens, cost_usd
+    SELECT day, team, tier, serving, provider, model, price_version_id, price_basis,
+           cost_usd IS NOT NULL AS priced, total_tokens, cost_usd,
+           uncached_input_tokens, cached_input_tokens, cache_write_tokens - coalesce(cache_write_1h_tokens, 0) AS cache_write_5m_tokens,
+           coalesce(cache_write_1h_tokens, 0) AS cache_write_1h_tokens, thinking_tokens, output_tokens,
+           coalesce(web_search_requests, 0) AS web_search_requests,
+           CASE WHEN serving = 'api' AND cost_usd IS NOT NULL THEN struct_pack(
+               i := core.usd_for_tokens(uncached_input_tokens, rate_input_usd_per_mtok),
+               c := core.usd_for_tokens(cached_input_tokens, rate_cached_input_usd_per_mtok),
+               w := core.usd_for_tokens(cache_write_tokens - coalesce(cache_write_1h_tokens, 0), rate_cache_write_usd_per_mtok),
+               w1 := CASE WHEN coalesce(cache_write_1h_tokens, 0) > 0
+                          THEN core.usd_for_tokens(cache_write_1h_tokens, rate_cache_write_1h_usd_per_mtok) ELSE 0 END,
+               r := core.usd_for_tokens(thinking_tokens, rate_reasoning_usd_per_mtok),
+               o := core.usd_for_tokens(output_tokens, rate_output_usd_per_mtok),
+               f := coalesce(request_fees_usd, 0)) END AS bucket_cost
     FROM core.call_costs
     WHERE core.in_build_days(day)
 ),
 final AS (
-    SELECT day, team, tier, serving, provider, model, price_version_id, priced,
+    SELECT day, team, tier, serving, provider, model, price_version_id, price_basis, priced,
            count(*) AS calls,
            sum(total_tokens) AS total_tokens,
-           sum(cost_usd) AS cost_usd
+           sum(cost_usd) AS cost_usd,
+           sum(uncached_input_tokens) AS uncached_input_tokens,
+           sum(cached_input_tokens) AS cached_input_tokens,
+           sum(cache_write_5m_tokens) AS cache_write_5m_tokens,
+           sum(cache_write_1h_tokens) AS cache_write_1h_tokens,
+           sum(thinking_tokens) AS thinking_tokens,
+           sum(output_tokens) AS output_tokens,
+           sum(web_search_requests) AS web_search_requests,
+           sum(bucket_cost.i) AS uncached_input_cost_usd,
+           sum(bucket_cost.c) AS cached_input_cost_usd,
+           sum(bucket_cost.w) AS cache_write_5m_cost_usd,
+           sum(bucket_cost.w1) AS cache_write_1h_cost_usd,
+           sum(bucket_cost.r) AS thinking_cost_usd,
+           sum(bucket_cost.o) AS output_cost_usd,
+           sum(bucket_cost.f) AS request_fees_usd
     FROM calls
     GROUP BY ALL
 )

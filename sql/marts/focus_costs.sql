@@ -2,10 +2,17 @@
 -- so a FinOps tool can load thinktax's figures next to its cloud bills.
 -- grain: one row per charge, of three kinds (x_Source, the matching marts.daily_spend source):
 -- * 'api_usage': API calls at the list price in force (core.call_costs, serving = 'api', priced
---   calls only), one row per day x provider x model. Computed by thinktax, not invoiced: BilledCost =
---   EffectiveCost = ListCost = ContractedCost = the computed cost; PricingQuantity in '1M Tokens'
---   (all buckets: uncached, cached, cache write, thinking, output), ConsumedQuantity in 'Tokens';
---   SkuPriceId = the price version when the day used one; ResourceId = the model.
+--   calls only), one row per day x provider x model x price version x token type ('input' =
+--   uncached input, 'cached-input', 'cache-write' (5-minute), 'cache-write-1h', 'reasoning-output',
+--   'output', and 'web-search' for per-query fees; types with no usage that day are left out) x
+--   price basis (core.call_costs.price_basis: standard, batch, flex, long context, regional ...).
+--   Computed by thinktax, not invoiced: BilledCost = EffectiveCost = ListCost = ContractedCost = the
+--   type's cost at the rate the calls were priced at; ListUnitPrice = ContractedUnitPrice = that
+--   cost / PricingQuantity (the rate: USD per 1M tokens, or per search); PricingQuantity in
+--   '1000000 Tokens' (the FOCUS unit format's '<quantity> <units>') or 'Searches', ConsumedQuantity
+--   in 'Tokens' or 'Searches'; SkuId = price provider/price model/token type (one SKU per model x
+--   token type); SkuPriceId = price_version_id|price basis|token type (one per SKU x price version
+--   x basis, so exactly one parent SkuId); ResourceId = the model of the calls (thinktax's key).
 -- * 'self_hosted': self-hosted node time (core.node_hours_cost, priced hours only), one row per
 --   node x day; cost = gpus x USD per GPU-hour x hours active; PricingQuantity = ConsumedQuantity
 --   in GPU-Hours; ListUnitPrice = the day's USD per GPU-hour when it had one price; ResourceId =
@@ -23,18 +30,45 @@
 -- (lower case: 'openai', 'anthropic', the node's cloud); ChargePeriod = the UTC day [start, end);
 -- BillingPeriod = the calendar month of the charge for computed rows and API cost lines (an
 -- export's own billing period otherwise); BillingAccountId = the provider key when the source has
--- no account id. x_Source is a FOCUS custom column (x_ prefix).
--- reads: core.daily_call_totals, core.node_hours_cost, core.billed_lines, ops.settings
-WITH api_usage AS (
-    -- from core.daily_call_totals (the calls summed per day and price version), not every call
-    SELECT day, provider, model,
-           sum(cost_usd) AS cost_usd,
-           sum(total_tokens) AS tokens,
+-- no account id. InvoiceId: the bill line's invoice id where the bill has one, NULL for computed
+-- rows (no invoice is issued for them; FOCUS 1.2: MUST be null when the charge is not associated
+-- with an invoice). x_Source is a FOCUS custom column (x_ prefix).
+-- reads: core.daily_call_totals, core.llm_price_versions, core.node_hours_cost, core.billed_lines, ops.settings
+WITH api_days AS (
+    -- from core.daily_call_totals (the calls summed per day, price version and basis), not every call
+    SELECT day, provider, model, price_version_id, coalesce(price_basis, 'standard') AS price_basis,
            CAST(sum(calls) AS BIGINT) AS calls,
-           CASE WHEN count(DISTINCT price_version_id) = 1 THEN min(price_version_id) END AS price_version_id
+           sum(uncached_input_tokens) AS uncached_input, sum(uncached_input_cost_usd) AS uncached_input_cost,
+           sum(cached_input_tokens) AS cached_input, sum(cached_input_cost_usd) AS cached_input_cost,
+           sum(cache_write_5m_tokens) AS cache_write, sum(cache_write_5m_cost_usd) AS cache_write_cost,
+           sum(cache_write_1h_tokens) AS cache_write_1h, sum(cache_write_1h_cost_usd) AS cache_write_1h_cost,
+           sum(thinking_tokens) AS thinking, sum(thinking_cost_usd) AS thinking_cost,
+           sum(output_tokens) AS output, sum(output_cost_usd) AS output_cost,
+           sum(web_search_requests) AS searches, sum(request_fees_usd) AS fees
     FROM core.daily_call_totals
     WHERE serving = 'api' AND priced
-    GROUP BY day, provider, model
+    GROUP BY ALL
+),
+api_usage AS (
+    -- one row per token type (and per-query fee) with usage that day, at the rate the calls were
+    -- priced at: ListUnitPrice = cost / PricingQuantity, one rate per price version x basis x type
+    SELECT d.day, d.provider, d.model, d.calls, d.price_version_id, d.price_basis,
+           p.provider AS price_provider, p.model AS price_model,
+           t.token_type, t.quantity, t.cost_usd, t.pricing_unit, t.consumed_unit,
+           CASE WHEN t.pricing_unit = '1000000 Tokens' THEN CAST(t.quantity AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6))
+                ELSE CAST(t.quantity AS DECIMAL(38,6)) END AS pricing_quantity
+    FROM api_days d
+    JOIN core.llm_price_versions p USING (price_version_id)
+    CROSS JOIN LATERAL (VALUES
+        ('input', d.uncached_input, d.uncached_input_cost, '1000000 Tokens', 'Tokens'),
+        ('cached-input', d.cached_input, d.cached_input_cost, '1000000 Tokens', 'Tokens'),
+        ('cache-write', d.cache_write, d.cache_write_cost, '1000000 Tokens', 'Tokens'),
+        ('cache-write-1h', d.cache_write_1h, d.cache_write_1h_cost, '1000000 Tokens', 'Tokens'),
+        ('reasoning-output', d.thinking, d.thinking_cost, '1000000 Tokens', 'Tokens'),
+        ('output', d.output, d.output_cost, '1000000 Tokens', 'Tokens'),
+        ('web-search', d.searches, d.fees, 'Searches', 'Searches')
+    ) AS t(token_type, quantity, cost_usd, pricing_unit, consumed_unit)
+    WHERE t.quantity > 0
 ),
 api_usage_rows AS (
     SELECT 'api_usage' AS x_Source,
@@ -46,18 +80,18 @@ api_usage_rows AS (
            CAST(date_trunc('month', day) + INTERVAL 1 MONTH AS TIMESTAMP) AS BillingPeriodEnd,
            CAST(day AS TIMESTAMP) AS ChargePeriodStart, CAST(day + 1 AS TIMESTAMP) AS ChargePeriodEnd,
            'Usage' AS ChargeCategory, CAST(NULL AS VARCHAR) AS ChargeClass, 'Usage-Based' AS ChargeFrequency,
-           'API usage of ' || model || ': ' || calls || ' calls, ' || tokens || ' tokens at the list price in force (computed by thinktax)'
-               AS ChargeDescription,
+           'API usage of ' || model || ', ' || token_type || ': ' || quantity || ' ' || lower(consumed_unit) || ' in ' || calls
+               || ' calls at the ' || replace(price_basis, '_', ' ') || ' list price in force (computed by thinktax)' AS ChargeDescription,
            'Standard' AS PricingCategory,
-           CAST(NULL AS DECIMAL(18,6)) AS ListUnitPrice, CAST(NULL AS DECIMAL(18,6)) AS ContractedUnitPrice,
-           CAST(CAST(tokens AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(38,10)) AS PricingQuantity,
-           '1M Tokens' AS PricingUnit,
-           CAST(tokens AS DECIMAL(38,10)) AS ConsumedQuantity, 'Tokens' AS ConsumedUnit,
+           core.usd6(cost_usd / pricing_quantity) AS ListUnitPrice, core.usd6(cost_usd / pricing_quantity) AS ContractedUnitPrice,
+           CAST(pricing_quantity AS DECIMAL(38,10)) AS PricingQuantity, pricing_unit AS PricingUnit,
+           CAST(quantity AS DECIMAL(38,10)) AS ConsumedQuantity, consumed_unit AS ConsumedUnit,
            provider AS ProviderName, provider AS PublisherName, provider AS InvoiceIssuerName,
            CAST(NULL AS VARCHAR) AS InvoiceId,
            provider || ' API' AS ServiceName, 'AI and Machine Learning' AS ServiceCategory,
            'Generative AI' AS ServiceSubcategory,
-           model AS SkuId, price_version_id AS SkuPriceId,
+           price_provider || '/' || price_model || '/' || token_type AS SkuId,
+           price_version_id || '|' || price_basis || '|' || token_type AS SkuPriceId,
            model AS ResourceId, model AS ResourceName, 'Model' AS ResourceType,
            CAST(NULL AS VARCHAR) AS RegionId, CAST(NULL AS VARCHAR) AS RegionName,
            CAST(NULL AS VARCHAR) AS Tags

@@ -1,0 +1,317 @@
+"""OpenTelemetry GenAI spans (``telemetry/otel/*.jsonl|.json[.gz]``): OTLP/JSON as the
+OpenTelemetry Collector's file exporter writes it, one ``TracesData`` object a line
+(``resourceSpans[].scopeSpans[].spans[]``); a ``.json`` file may also hold one pretty-printed
+``TracesData`` document.
+
+Reading: each line goes through the maintained OTLP protobuf definitions
+(``opentelemetry.proto.trace.v1.trace_pb2.TracesData``) with protobuf's JSON mapping
+(``google.protobuf.json_format``), which reads the camelCase and snake_case field names, int64 as
+strings, enum numbers and the ``{key, value: {stringValue|intValue|doubleValue|boolValue}}``
+attributes. OTLP/JSON writes trace and span ids as hex where the proto3 mapping expects base64;
+hex digits are base64 characters and the ids' lengths (32, 16) are multiples of 4, so the bytes
+the mapping decodes encode back to the exact hex text, which is what thinktax keeps. A line the
+mapping rejects is quarantined with its message. The spans are flattened into Arrow tables (one
+row per span, one per GenAI attribute) and everything per span is decided in one DuckDB query.
+
+The GenAI semantic conventions (open-telemetry/semantic-conventions, docs/gen-ai):
+
+* A span is a model call when ``gen_ai.operation.name`` is ``chat``, ``text_completion`` or
+  ``generate_content``. Those are the records of this source (rows_in); ``invoke_agent``,
+  ``execute_tool`` and every other span carry no cost: their usage attributes, where present, sum
+  their children and are never counted again.
+* usage: ``gen_ai.usage.input_tokens`` I (all input, cache reads and writes included; the old
+  ``gen_ai.usage.prompt_tokens`` is read too), ``gen_ai.usage.cache_read.input_tokens`` R,
+  ``gen_ai.usage.cache_creation.input_tokens`` W, ``gen_ai.usage.output_tokens`` O (old:
+  ``gen_ai.usage.completion_tokens``), ``gen_ai.usage.reasoning.output_tokens`` T (part of O).
+  Buckets: uncached I-R-W, cached R, write W, thinking T, output O-T.
+* provider = ``gen_ai.provider.name``, else the deprecated ``gen_ai.system`` (lower case); model =
+  ``gen_ai.response.model``, else ``gen_ai.request.model``; ts = the span's end (UTC); service tier
+  = ``openai.response.service_tier`` (as in the per-request JSONL: default/auto -> standard);
+  request id = ``gen_ai.response.id``, else ``<trace id>-<span id>``.
+* task = the trace id; task type = ``gen_ai.agent.name`` of the nearest ``invoke_agent``
+  ancestor, else the name of the trace's root span (ancestors are looked up among the spans of
+  the same file); team = the resource attribute named by ``[otel] team_attribute`` in
+  thinktax.toml (default ``service.namespace``), else ``service.name``.
+* Quarantined with a reason: a model-call span without usage (neither input nor output tokens),
+  one of the two missing, a count that is not a whole number >= 0 or is above 10M, cache reads +
+  writes above the input, reasoning above the output, no model, an end time before 2015 or more
+  than a day after ingest, an unknown service tier.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+from google.protobuf import json_format
+from opentelemetry.proto.trace.v1 import trace_pb2
+
+from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
+from sources.registry import SourceSpec
+from sources.requests import _TIERS, MAX_TOKENS
+
+TABLE = "stg.requests"
+COST_OPERATIONS = ("chat", "text_completion", "generate_content")
+
+# the span attributes read (anything else, e.g. message contents, is never copied)
+_KEYS = {
+    "op": "gen_ai.operation.name",
+    "provider_name": "gen_ai.provider.name",
+    "system": "gen_ai.system",
+    "response_model": "gen_ai.response.model",
+    "request_model": "gen_ai.request.model",
+    "response_id": "gen_ai.response.id",
+    "agent_name": "gen_ai.agent.name",
+    "input_tokens": "gen_ai.usage.input_tokens",
+    "prompt_tokens": "gen_ai.usage.prompt_tokens",
+    "output_tokens": "gen_ai.usage.output_tokens",
+    "completion_tokens": "gen_ai.usage.completion_tokens",
+    "cache_read": "gen_ai.usage.cache_read.input_tokens",
+    "cache_creation": "gen_ai.usage.cache_creation.input_tokens",
+    "reasoning": "gen_ai.usage.reasoning.output_tokens",
+    "service_tier": "openai.response.service_tier",
+}
+_WANTED = frozenset(_KEYS.values())
+
+
+def _text(v) -> str | None:
+    """An AnyValue as text (numbers as written), None for arrays, maps, bytes, empty."""
+    kind = v.WhichOneof("value")
+    if kind == "string_value":
+        return v.string_value
+    if kind == "int_value":
+        return str(v.int_value)
+    if kind == "double_value":
+        return repr(v.double_value)
+    if kind == "bool_value":
+        return "true" if v.bool_value else "false"
+    return None
+
+
+def _hex(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def _documents(data: bytes, name: str) -> list[tuple[int, str]]:
+    """(line, JSON text) of each TracesData record: a line each, or the whole of a pretty-printed
+    .json document."""
+    text = data.decode("utf-8").lstrip("\ufeff")
+    lines = text.split("\n")
+    records = [(i, ln) for i, ln in enumerate(lines, 1) if ln.strip()]
+    if name.endswith((".json", ".json.gz")) and len(records) > 1:
+        try:
+            json.loads(text)
+        except ValueError:
+            return records  # JSON Lines after all
+        return [(records[0][0], text)]
+    return records
+
+
+def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table, list[Reject]]:
+    """Parse each record with the OTLP JSON mapping; spans, their GenAI attributes and the
+    resources' attributes as Arrow tables (the per-row decisions are SQL, in parse())."""
+    sp = {k: [] for k in ("idx", "line", "trace_id", "span_id", "parent_span_id", "name", "end_ns", "res")}
+    at = {"idx": [], "key": [], "value": []}
+    rs = {"res": [], "key": [], "value": []}
+    rejects: list[Reject] = []
+    res_n = 0
+    for line, raw in docs:
+        try:
+            td = json_format.Parse(raw, trace_pb2.TracesData(), ignore_unknown_fields=True)
+        except json_format.ParseError as exc:
+            rejects.append(Reject(line, None, f"not OTLP/JSON TracesData: {str(exc)[:300]}", raw[:2000]))
+            continue
+        for resource_spans in td.resource_spans:
+            res_n += 1
+            for kv in resource_spans.resource.attributes:
+                rs["res"].append(res_n)
+                rs["key"].append(kv.key)
+                rs["value"].append(_text(kv.value))
+            for scope_spans in resource_spans.scope_spans:
+                for s in scope_spans.spans:
+                    i = len(sp["idx"])
+                    sp["idx"].append(i)
+                    sp["line"].append(line)
+                    sp["trace_id"].append(_hex(s.trace_id))
+                    sp["span_id"].append(_hex(s.span_id))
+                    sp["parent_span_id"].append(_hex(s.parent_span_id))
+                    sp["name"].append(s.name)
+                    sp["end_ns"].append(s.end_time_unix_nano)
+                    sp["res"].append(res_n)
+                    for kv in s.attributes:
+                        if kv.key in _WANTED:
+                            at["idx"].append(i)
+                            at["key"].append(kv.key)
+                            at["value"].append(_text(kv.value))
+    spans = pa.table({
+        "idx": pa.array(sp["idx"], pa.int64()), "line": pa.array(sp["line"], pa.int64()),
+        "trace_id": pa.array(sp["trace_id"], pa.string()), "span_id": pa.array(sp["span_id"], pa.string()),
+        "parent_span_id": pa.array(sp["parent_span_id"], pa.string()), "name": pa.array(sp["name"], pa.string()),
+        "end_ns": pa.array(sp["end_ns"], pa.uint64()), "res": pa.array(sp["res"], pa.int64()),
+    })
+    attrs = pa.table({"idx": pa.array(at["idx"], pa.int64()), "key": pa.array(at["key"], pa.string()),
+                      "value": pa.array(at["value"], pa.string())})
+    res = pa.table({"res": pa.array(rs["res"], pa.int64()), "key": pa.array(rs["key"], pa.string()),
+                    "value": pa.array(rs["value"], pa.string())})
+    return spans, attrs, res, rejects
+
+
+def _sql() -> str:
+    pivot = ",\n           ".join(f"max(value) FILTER (WHERE key = '{k}') AS {n}" for n, k in _KEYS.items())
+    ints = {"p_input": ("coalesce(input_tokens, prompt_tokens)", "gen_ai.usage.input_tokens"),
+            "p_output": ("coalesce(output_tokens, completion_tokens)", "gen_ai.usage.output_tokens"),
+            "p_cache_read": ("cache_read", "gen_ai.usage.cache_read.input_tokens"),
+            "p_cache_write": ("cache_creation", "gen_ai.usage.cache_creation.input_tokens"),
+            "p_reasoning": ("reasoning", "gen_ai.usage.reasoning.output_tokens")}
+    raw = ",\n           ".join(f"{e} AS {n}_raw" for n, (e, _) in ints.items())
+    cast = ",\n           ".join(
+        f"CASE WHEN regexp_full_match(trim({n}_raw), '[0-9]+(\\.0+)?') THEN TRY_CAST(TRY_CAST(trim({n}_raw) AS DECIMAL(38,0)) AS BIGINT) END AS {n}"
+        for n in ints)
+    checks = "\n            ".join(
+        f"WHEN {n}_raw IS NOT NULL AND {n} IS NULL THEN struct_pack(f := '{path}', r := 'not a non-negative whole number: ' || {n}_raw)\n            "
+        f"WHEN {n} > {MAX_TOKENS} THEN struct_pack(f := '{path}', r := 'above {MAX_TOKENS:,} tokens, more than any context window (an outlier): ' || {n}_raw)"
+        for n, (_, path) in ints.items())
+    tiers = ", ".join(f"'{k}'" for k in _TIERS)
+    tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TIERS.items())
+    return f"""
+WITH a AS (
+    SELECT idx,
+           {pivot}
+    FROM attrs GROUP BY idx
+),
+sp AS (
+    SELECT s.*, a.* EXCLUDE (idx) FROM spans s LEFT JOIN a USING (idx)
+),
+calls AS (
+    SELECT * FROM sp WHERE lower(trim(op)) IN ({", ".join(f"'{o}'" for o in COST_OPERATIONS)})
+),
+ancestors AS (
+    -- every ancestor of a model-call span among the file's spans, nearest first (depth 1 = parent)
+    WITH RECURSIVE up(idx, trace_id, anc_span_id, depth) AS (
+        SELECT idx, trace_id, parent_span_id, 1 FROM calls WHERE parent_span_id <> ''
+        UNION ALL
+        SELECT up.idx, up.trace_id, p.parent_span_id, up.depth + 1
+        FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
+        WHERE p.parent_span_id <> '' AND up.depth < 256
+    )
+    SELECT up.idx, up.depth, p.op, p.agent_name, p.name, p.parent_span_id
+    FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
+),
+agent AS (
+    SELECT idx, arg_min(agent_name, depth) AS agent_name
+    FROM ancestors WHERE lower(trim(op)) = 'invoke_agent' GROUP BY idx
+),
+roots AS (
+    -- the trace's root span (no parent), else the topmost ancestor found in the file
+    SELECT trace_id, min(name) AS root_name FROM sp WHERE parent_span_id = '' GROUP BY trace_id
+),
+top AS (
+    SELECT idx, arg_max(name, depth) AS top_name FROM ancestors GROUP BY idx
+),
+team AS (
+    SELECT res,
+           coalesce(max(value) FILTER (WHERE key = $team_attribute), max(value) FILTER (WHERE key = 'service.name')) AS team
+    FROM resources GROUP BY res
+),
+fields AS (
+    SELECT c.idx, c.line, c.trace_id, c.span_id, c.name,
+           nullif(trim(coalesce(c.response_id, '')), '') AS response_id,
+           lower(nullif(trim(coalesce(c.provider_name, c.system, '')), '')) AS provider,
+           coalesce(nullif(trim(c.response_model), ''), nullif(trim(c.request_model), '')) AS model,
+           CASE WHEN c.end_ns > 0 THEN make_timestamp(CAST(c.end_ns // 1000 AS BIGINT)) END AS ts,
+           lower(nullif(trim(c.service_tier), '')) AS tier_raw,
+           nullif(trim(coalesce(ag.agent_name, r.root_name, tp.top_name, c.name)), '') AS task_type,
+           nullif(trim(t.team), '') AS team,
+           {raw}
+    FROM calls c
+    LEFT JOIN agent ag USING (idx)
+    LEFT JOIN top tp USING (idx)
+    LEFT JOIN roots r ON r.trace_id = c.trace_id
+    LEFT JOIN team t ON t.res = c.res
+),
+typed AS (
+    SELECT *, {cast}
+    FROM fields
+),
+judged AS (
+    SELECT *,
+        p_input - coalesce(p_cache_read, 0) - coalesce(p_cache_write, 0) AS uncached_input_tokens,
+        p_output - coalesce(p_reasoning, 0) AS output_tokens,
+        CASE
+            -- ids as OTLP/JSON writes them: hex (the JSON mapping reads any base64 text, so check)
+            WHEN NOT regexp_full_match(trace_id, '[0-9a-fA-F]{{32}}') THEN struct_pack(f := 'traceId', r := 'not 32 hex digits')
+            WHEN NOT regexp_full_match(span_id, '[0-9a-fA-F]{{16}}') THEN struct_pack(f := 'spanId', r := 'not 16 hex digits')
+            WHEN p_input_raw IS NULL AND p_output_raw IS NULL
+                THEN struct_pack(f := 'gen_ai.usage', r := 'model call without usage (no gen_ai.usage.input_tokens / output_tokens, nor the old prompt_tokens / completion_tokens)')
+            {checks}
+            WHEN p_input IS NULL THEN struct_pack(f := 'gen_ai.usage.input_tokens', r := 'missing')
+            WHEN p_output IS NULL THEN struct_pack(f := 'gen_ai.usage.output_tokens', r := 'missing')
+            WHEN model IS NULL THEN struct_pack(f := 'gen_ai.response.model', r := 'missing (and no gen_ai.request.model)')
+            WHEN ts IS NULL THEN struct_pack(f := 'endTimeUnixNano', r := 'missing')
+            WHEN ts < TIMESTAMP '2015-01-01' THEN struct_pack(f := 'endTimeUnixNano', r := 'before 2015: ' || CAST(ts AS VARCHAR))
+            WHEN ts > $latest_ts THEN struct_pack(f := 'endTimeUnixNano', r := 'in the future (more than a day after ingest): ' || CAST(ts AS VARCHAR))
+            WHEN coalesce(p_cache_read, 0) + coalesce(p_cache_write, 0) > p_input
+                THEN struct_pack(f := 'gen_ai.usage.cache_read.input_tokens', r := 'cache reads + writes exceed the input tokens they are part of')
+            WHEN coalesce(p_reasoning, 0) > p_output
+                THEN struct_pack(f := 'gen_ai.usage.reasoning.output_tokens', r := 'reasoning tokens exceed the output tokens they are part of')
+            WHEN tier_raw IS NOT NULL AND tier_raw NOT IN ({tiers})
+                THEN struct_pack(f := 'openai.response.service_tier', r := 'unknown service tier "' || tier_raw || '"')
+        END AS problem
+    FROM typed
+)
+SELECT line, problem.f AS reject_field, problem.r AS reject_reason,
+       'span ' || span_id || ' (' || name || ') of trace ' || trace_id AS raw,
+       ts, coalesce(response_id, trace_id || '-' || span_id) AS request_id, model, provider,
+       CAST(NULL AS VARCHAR) AS node_id, trace_id AS task_id, task_type, team,
+       CAST(NULL AS DOUBLE) AS latency_ms, CAST(NULL AS DOUBLE) AS ttft_ms, 'otel_genai' AS usage_shape,
+       uncached_input_tokens, coalesce(p_cache_read, 0) AS cached_input_tokens,
+       coalesce(p_cache_write, 0) AS cache_write_tokens, coalesce(p_reasoning, 0) AS thinking_tokens, output_tokens,
+       CASE tier_raw {tier_case} END AS service_tier
+FROM judged
+ORDER BY idx
+"""
+
+
+_QUERY = _sql()
+_OUT = ["line", "ts", "request_id", "model", "provider", "node_id", "task_id", "task_type", "team", "latency_ms",
+        "ttft_ms", "usage_shape", "uncached_input_tokens", "cached_input_tokens", "cache_write_tokens",
+        "thinking_tokens", "output_tokens", "service_tier"]
+
+
+def sniff(data: bytes, name: str) -> bool:
+    head = head_text(data, 4096)
+    return head.startswith("{") and ('"resourceSpans"' in head or '"resource_spans"' in head)
+
+
+def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
+    docs = _documents(data, name)
+    if not docs:
+        raise SourceFormatError("empty file: no OTLP JSON lines")
+    spans, attrs, resources, rejects = _flatten(docs)
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("spans", spans)
+        con.register("attrs", attrs)
+        con.register("resources", resources)
+        out = con.sql(_QUERY, params={
+            "team_attribute": ctx.otel_team_attribute,
+            "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1),
+        }).to_arrow_table()
+    finally:
+        con.close()
+    ok = pc.is_null(out["reject_reason"])
+    good = out.filter(ok).select(_OUT)
+    bad = out.filter(pc.invert(ok)).select(["line", "reject_field", "reject_reason", "raw"]).to_pylist()
+    rejects += [Reject(r["line"], r["reject_field"], r["reject_reason"], r["raw"]) for r in bad]
+    if good.num_rows == 0 and not rejects and spans.num_rows == 0:
+        raise SourceFormatError("no spans in the file")
+    return Parsed(TABLE, good, rejects, "otlp_json",
+                  meta={"warnings": [] if out.num_rows else [f"{spans.num_rows} span(s), none a model call"]})
+
+
+SPECS = [SourceSpec("telemetry/otel", "otlp_json", sniff, parse, key=("request_id",))]
