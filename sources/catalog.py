@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.csvutil import FieldError, Row, bool_field, decimal_field, float_field, int_field, read_rows
-from sources.registry import SourceSpec
+from sources.base import SourceSpec
 
 
 def _timestamp(row: Row, field: str, *, required: bool) -> dt.datetime | None:

@@ -51,7 +51,7 @@ from pathlib import Path
 import duckdb
 
 from thinktax import benchgen
-from thinktax.config import Config
+from services.config import Config
 
 DEFAULT_CALLS_PER_DAY = 150_000
 DEFAULT_DAYS = 8

@@ -9,15 +9,16 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from thinktax import progress
-from thinktax.runner import RunOutcome, run_pipeline
+from pipelines import progress
+from thinktax.runner import RunOptions, RunOutcome, run_pipeline
 from warehouse.db import WarehouseBusy, read_only
 
 err = Console(stderr=True)
 out = Console()
 
 
-def run_with_progress(landing: Path, warehouse: Path, config: str | None, *, quiet: bool = False) -> RunOutcome:
+def run_with_progress(landing: Path, warehouse: Path, config: str | None, *, quiet: bool = False,
+                      options: RunOptions | None = None) -> RunOutcome:
     start = time.monotonic()
     status = None if quiet else err.status("starting Dagster…", spinner="dots")
     counts = {"ingest": 0, "build": 0}
@@ -34,7 +35,7 @@ def run_with_progress(landing: Path, warehouse: Path, config: str | None, *, qui
     try:
         if status:
             status.start()
-        outcome = run_pipeline(landing, warehouse, config)
+        outcome = run_pipeline(landing, warehouse, config, options)
     except WarehouseBusy as exc:
         err.print(f"[red]thinktax: {exc}[/red]")
         return RunOutcome(False, "", error=str(exc))
@@ -97,7 +98,7 @@ def print_summary(warehouse: Path, console: Console | None = None) -> None:
     if unpriced:
         console.print(f"[yellow]{unpriced:,} calls/node-hours could not be priced: SELECT * FROM marts.unpriced_usage[/yellow]")
     console.print(f"warehouse: {warehouse}")
-    from thinktax.report import default_path  # noqa: PLC0415
+    from services.report import default_path  # noqa: PLC0415
 
     report = default_path(warehouse)
     if report.exists():

@@ -383,6 +383,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "halo_days": _d("Days a self-hosted call's interval can reach back; usage-basis tables replace the days +- this", COUNT),
         "full_tables": _d("Tables rebuilt whole in an incremental run (their SQL changed, or they feed from one that did)", LABEL),
         "planned_at": _d("When the plan was made", TS),
+        "tables": _d("The SQL models this run rebuilt at all (NULL = every one); the others read nothing that changed and were kept as published", LABEL),
     },
 
 }

@@ -1,4 +1,4 @@
-"""The break-even alert as an asset: after every mart, before publish (see thinktax/alert.py).
+"""The break-even alert as an asset: after every mart, before publish (see services/alert.py).
 
 It writes ops.alerts and ops.alert_state in the run's build, so its state is published with the
 warehouse. It never fails the run: any error is logged and the data is published anyway. A
@@ -9,13 +9,10 @@ import datetime as dt
 
 import dagster as dg
 
+from pipelines import progress
 from pipelines.defs.resources import ThinktaxResource
-from pipelines.defs.warehouse_assets import ALERTS, INGESTED, QUARANTINE, key_of
-from thinktax import alert, progress
-from warehouse.transform import load_models
-
-
-BREAKEVEN = dg.AssetKey(["marts", "self_host_breakeven"])  # per-model thresholds (pipelines/defs/economics_assets.py)
+from pipelines.defs.warehouse_assets import ALERTS, INGESTED, MODEL_KEYS, QUARANTINE
+from services import alert
 
 
 class AlertConfig(dg.Config):
@@ -24,7 +21,7 @@ class AlertConfig(dg.Config):
 
 @dg.asset(
     key=ALERTS,
-    deps=[key_of(m.table) for m in load_models()] + [INGESTED, QUARANTINE, BREAKEVEN],
+    deps=[*MODEL_KEYS, INGESTED, QUARANTINE],  # marts/self_host_breakeven: per-model thresholds
     group_name="publish",
     kinds={"duckdb"},
     description="Break-even alert: reasoning API spend per month vs. the cheapest feasible self-hosted "

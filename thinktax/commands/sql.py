@@ -9,7 +9,7 @@ import sys
 
 import duckdb
 
-from thinktax.config import resolve_paths
+from services.config import resolve_paths
 from warehouse.db import read_only
 
 NAME = "sql"
