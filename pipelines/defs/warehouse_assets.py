@@ -137,6 +137,13 @@ def ingest_run_config(*, full_rebuild: bool = False, rebuild_requested_days: boo
         "full_rebuild": full_rebuild, "rebuild_requested_days": rebuild_requested_days}}}}
 
 
+_UNLANDED_CONFIGS = """
+    SELECT m.model, m.config_json FROM stg.models m
+    WHERE m.file_id = (SELECT max(file_id) FROM stg.models) AND m.config_json IS NOT NULL
+      AND m.config_json NOT IN (SELECT path FROM stg.model_configs)
+    ORDER BY m.model
+"""
+
 INGEST_KEYS = [SETTINGS, *(key_of(t) for t in staging_tables()), INGESTED, QUARANTINE]
 INGEST_CHECKS = [c for c in load_checks() if key_of(c.asset) in INGEST_KEYS]
 
@@ -172,6 +179,11 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
         for f in new:
             if f.status == "unreadable":
                 context.log.warning(f"{f.file}: unreadable, quarantined: {f.message}")
+        # a config_json in the models.csv in force that names no landed file: said, never silently ignored
+        unlanded = con.execute(_UNLANDED_CONFIGS).fetchall()
+        for model, path in unlanded:
+            context.log.warning(f"catalog/models.csv: model {model}: config_json {path!r} names no landed file "
+                                f"(expected catalog/{path}); it is sized from models.csv's own columns, if any")
         totals = {k: summary.total(k) for k in ("rows_in", "rows_loaded", "rows_duplicate", "rows_quarantined")}
         context.log.info(f"ingested {len(new)} new file(s) of {len(summary.files)}: {totals}")
         context.log.info(scope.summary())
@@ -181,7 +193,9 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
                 "first_day_touched": str(touched[0]) if touched else "", "last_day_touched": str(touched[-1]) if touched else ""}
         for t in staging_tables():
             yield dg.MaterializeResult(asset_key=key_of(t))
-        yield dg.MaterializeResult(asset_key=INGESTED, metadata={"new_files": len(new), **totals, **days})
+        yield dg.MaterializeResult(asset_key=INGESTED, metadata={
+            "new_files": len(new), **totals, **days,
+            "config_json_not_landed": dg.MetadataValue.json([{"model": m, "config_json": p} for m, p in unlanded])})
         yield dg.MaterializeResult(asset_key=QUARANTINE)
         for t in staging_tables():
             yield gx_check_result(con, build_.build_id, t, context.log)
