@@ -97,7 +97,7 @@ def test_failed_check_is_not_retried_and_notifies_once(tmp_path: Path, monkeypat
             con.execute("UPDATE core.call_costs SET thinking_tokens = -1 WHERE request_id = 'o3-2025-04-01'")
         return rows
 
-    monkeypatch.setattr("pipelines.defs.warehouse_assets.build", broken)
+    monkeypatch.setattr("warehouse.rebuild.build", broken)  # what the models step calls per table
     monkeypatch.setenv("THINKTAX_LANDING", str(landing))
     monkeypatch.setenv("THINKTAX_WAREHOUSE", str(wh))
     dagster_home()  # the temporary DAGSTER_HOME, with thinktax's dagster.yaml (run retries)
