@@ -109,7 +109,7 @@ def job_run_config(as_of: dt.date | None, *, landing: Path | None = None, wareho
     ops: dict = {"ingest_landing": {"config": {"full_rebuild": full_rebuild,
                                                "rebuild_requested_days": rebuild_requested_days}}}
     if as_of:
-        ops["ops__alerts"] = {"config": {"as_of": as_of.isoformat()}}
+        ops["warehouse_models"] = {"config": {"as_of": as_of.isoformat()}}  # the step that evaluates the alert
     run_config["ops"] = ops
     return run_config
 

@@ -38,6 +38,7 @@ from importlib import resources
 import dagster as dg
 
 from pipelines import progress
+from pipelines.defs.alerts import DESCRIPTION as ALERT_DESCRIPTION, AlertConfig, breakeven_alert
 from pipelines.defs.economics_assets import ECONOMICS, result_metadata
 from pipelines.defs.gx_checks import CHECK_NAME as GX_CHECK, gx_check_result
 from pipelines.defs.metadata import table_metadata
@@ -207,7 +208,7 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
 MODELS = load_models()
 DAILY_TABLES = daily_tables()
 MODEL_CHECKS = [c for c in load_checks() if c not in INGEST_CHECKS]
-MODEL_KEYS = [key_of(m.table) for m in MODELS] + [e.key for e in ECONOMICS]
+MODEL_KEYS = [key_of(m.table) for m in MODELS] + [e.key for e in ECONOMICS]  # the tables of the models step
 
 
 def _model_specs() -> list[dg.AssetSpec]:
@@ -218,6 +219,14 @@ def _model_specs() -> list[dg.AssetSpec]:
     specs += [dg.AssetSpec(e.key, deps=[key_of(d) for d in sorted(e.deps)], group_name="marts",
                            kinds={"duckdb", "python"}, description=e.description, skippable=True)
               for e in ECONOMICS]
+    specs += [
+        dg.AssetSpec(ALERTS, deps=[*MODEL_KEYS, INGESTED, QUARANTINE], group_name="publish", kinds={"duckdb"},
+                     description=ALERT_DESCRIPTION, skippable=True),
+        # every staging table too: a failing blocking check on one that no SQL model reads must still stop the publish
+        dg.AssetSpec(PUBLISHED, deps=MODEL_KEYS + [key_of(t) for t in staging_tables()] + [INGESTED, QUARANTINE, ALERTS],
+                     group_name="publish", kinds={"duckdb"}, skippable=True,
+                     description="Atomically replaces the published warehouse with this run's build (after every blocking check passed)."),
+    ]
     return specs
 
 
@@ -232,8 +241,9 @@ with warnings.catch_warnings():
         name="warehouse_models",
         backfill_policy=SINGLE_RUN,
     )
-    def warehouse_models(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> Iterator:
-        """Rebuild the selected models in dependency order by the run's plan; each table's checks right after it."""
+    def warehouse_models(context: dg.AssetExecutionContext, config: AlertConfig, thinktax: ThinktaxResource) -> Iterator:
+        """Rebuild the selected models in dependency order by the run's plan, each table's checks
+        right after it; then the alert and the publish, unless a blocking check failed."""
         selected = context.selected_asset_keys
         checks = context.selected_asset_check_keys
         build_ = thinktax.build(context.run.run_id)
@@ -286,20 +296,18 @@ with warnings.catch_warnings():
                     (rows,) = con.execute(f"SELECT count(*) FROM {e.table}").fetchall()[0]
                     yield dg.MaterializeResult(asset_key=e.key, metadata={
                         "dagster/row_count": rows, "rebuild": "kept: nothing it reads changed"})
-        if kept and kept == len(selected):
+        if kept and kept == len(selected & set(MODEL_KEYS)):
             context.log.info("rebuild: nothing (no new rows, no requested days): every table kept as published")
+        if failed:
+            return  # Dagster fails the step on the failed blocking check; nothing is alerted or published
+        if ALERTS in selected:
+            yield dg.MaterializeResult(asset_key=ALERTS, metadata=breakeven_alert(context, config, thinktax).metadata)
+        if PUBLISHED in selected:
+            yield dg.MaterializeResult(asset_key=PUBLISHED, metadata=_publish(build_, thinktax))
 
 
-@dg.asset(
-    key=PUBLISHED,
-    # every staging table too: a failing blocking check on one that no SQL model reads must still stop the publish
-    deps=MODEL_KEYS + [key_of(t) for t in staging_tables()] + [INGESTED, QUARANTINE, ALERTS],
-    group_name="publish",
-    kinds={"duckdb"},
-    description="Atomically replaces the published warehouse with this run's build (after every blocking check passed).",
-)
-def published_warehouse(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
-    build_ = thinktax.build(context.run.run_id)
+def _publish(build_, thinktax: ThinktaxResource) -> dict:  # noqa: ANN001
+    """Column docs into the build, then rename it over the published warehouse."""
     progress.report("publish", str(thinktax.warehouse_file))
     with build_.connect() as con:
         comments.apply(con)  # column docs (COMMENT ON) for BI tools; every CREATE OR REPLACE dropped them
@@ -308,4 +316,4 @@ def published_warehouse(context: dg.AssetExecutionContext, thinktax: ThinktaxRes
             [build_.build_id],
         ).fetchall()[0][0]
     path = build_.publish(files_new=new_files, landing=str(thinktax.landing_dir))
-    return dg.MaterializeResult(metadata={"path": str(path), "bytes": path.stat().st_size, "build_id": build_.build_id})
+    return {"path": str(path), "bytes": path.stat().st_size, "build_id": build_.build_id}
