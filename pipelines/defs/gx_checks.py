@@ -37,10 +37,15 @@ def _metadata(res) -> dict:
     }
 
 
-def gx_check_result(con, build_id: str, table: str, log) -> dg.AssetCheckResult:  # noqa: ANN001
-    """The ``gx_suite`` check of one staging table, on the rows this build added to it."""
+def gx_check_results(con, build_id: str, tables: list[str], log) -> list[dg.AssetCheckResult]:  # noqa: ANN001
+    """The ``gx_suite`` check of each staging table, on the rows this build added to it (the
+    build's first new file and start time are looked up once for all tables)."""
     first = first_new_file_id(con, build_id)
     now = run_started_at(con, build_id)
+    return [_gx_check_result(con, table, first, now, log) for table in tables]
+
+
+def _gx_check_result(con, table: str, first, now, log) -> dg.AssetCheckResult:  # noqa: ANN001
     res = validate_new_rows(con, table, first, now=now)
     if not res.success:
         log.error(f"{table}: {len(res.failed)} expectation(s) failed; sample: {res.sample(5)}")

@@ -40,7 +40,7 @@ import dagster as dg
 from pipelines import progress
 from pipelines.defs.alerts import DESCRIPTION as ALERT_DESCRIPTION, AlertConfig, breakeven_alert
 from pipelines.defs.economics_assets import ECONOMICS, result_metadata
-from pipelines.defs.gx_checks import CHECK_NAME as GX_CHECK, gx_check_result
+from pipelines.defs.gx_checks import CHECK_NAME as GX_CHECK, gx_check_results
 from pipelines.defs.metadata import table_metadata
 from pipelines.defs.resources import ThinktaxResource
 from warehouse import comments, incremental
@@ -198,8 +198,7 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
             "new_files": len(new), **totals, **days,
             "config_json_not_landed": dg.MetadataValue.json([{"model": m, "config_json": p} for m, p in unlanded])})
         yield dg.MaterializeResult(asset_key=QUARANTINE)
-        for t in staging_tables():
-            yield gx_check_result(con, build_.build_id, t, context.log)
+        yield from gx_check_results(con, build_.build_id, staging_tables(), context.log)
         for check in INGEST_CHECKS:
             yield _check_result(check, con)
 
