@@ -79,6 +79,20 @@ class Parsed:
 Parser = Callable[[bytes, str, ParseContext], Parsed]
 Sniffer = Callable[[bytes, str], bool]
 
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One parser of one landing sub-folder (gathered by sources/registry.py)."""
+
+    folder: str  # landing sub-folder, e.g. "prices/llm"
+    format: str  # e.g. "litellm_json"
+    sniff: Sniffer  # (data, name) -> bool, from content (and name only as a tie-break)
+    parse: Parser
+    # Natural key for de-duplication against rows already loaded into the same staging table.
+    # A row whose key and values match a loaded row is a duplicate; same key, other values is
+    # quarantined as 'conflicting_duplicate'. None: no key (catalog snapshots; newest file wins).
+    key: tuple[str, ...] | None = None
+
 _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
 

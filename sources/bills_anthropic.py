@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from sources import bills_pages as bp
 from sources.base import ParseContext, Parsed, Reject, head_text
-from sources.registry import SourceSpec
+from sources.base import SourceSpec
 
 USAGE_SCHEMA = pa.schema(
     [

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from sources.base import ParseContext, Parsed, Reject, SourceFormatError, head_text
-from sources.registry import SourceSpec
+from sources.base import SourceSpec
 
 SCALE = 10  # DECIMAL(38,10)
 DEC = pl.Decimal(38, SCALE)

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from sources import bills_pages as bp
 from sources.base import ParseContext, Parsed, Reject, head_text
-from sources.registry import SourceSpec
+from sources.base import SourceSpec
 
 USAGE_OBJECT = "organization.usage.completions.result"
 COSTS_OBJECT = "organization.costs.result"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -18,7 +19,7 @@ import pyarrow as pa
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.csvutil import FieldError, Row, bool_field, decimal_field, float_field, int_field, read_rows
-from sources.registry import SourceSpec
+from sources.base import SourceSpec
 
 
 def _timestamp(row: Row, field: str, *, required: bool) -> dt.datetime | None:
@@ -69,10 +70,23 @@ def _model(row: Row) -> dict:
         "reasoning": bool_field(row, "reasoning"),
         "params_total_b": float_field(row, "params_total_b"),
         "params_active_b": float_field(row, "params_active_b"),
-        "config_json": _text(row, "config_json"),
+        "config_json": _config_path(row),
         "weights_gb_fp8": float_field(row, "weights_gb_fp8"),
         "kv_bytes_per_token_bf16": int_field(row, "kv_bytes_per_token_bf16"),
     }
+
+
+def _config_path(row: Row) -> str | None:
+    """``config_json``: a path relative to catalog/. An absolute path or one with a '..' part
+    (``../../etc/passwd``) could only name a file outside the landing folder: the row is rejected."""
+    path = _text(row, "config_json")
+    if path is None:
+        return None
+    parts = path.replace("\\", "/").split("/")
+    if path.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", path) or ".." in parts:
+        raise FieldError("config_json", f"{path!r} is not a path inside the landing folder's catalog/ "
+                                        "(absolute or with '..'); give it relative to catalog/")
+    return path
 
 
 def _node(row: Row) -> dict:

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from sources.base import Parsed, ParseContext, Reject, date_in_name
 from sources.csvutil import FieldError, decimal_field, read_rows
-from sources.registry import SourceSpec
+from sources.base import SourceSpec
 
 _SCHEMA = pa.schema([("line", pa.int64()), ("currency", pa.string()), ("usd_per_unit", pa.decimal128(18, 9)),
                      ("effective_from", pa.date32())])

@@ -66,7 +66,7 @@ from sources._price_common import (
     usd_rate,
 )
 from sources.base import ParseContext, Parsed, Reject
-from sources.registry import SourceSpec
+from sources.base import SourceSpec
 
 TABLE = "stg.gpu_prices"
 MAX_USD_PER_GPU_HOUR = Decimal(100)  # dearest real row: azure H200 8-GPU 169.6 / 8 = 21.2

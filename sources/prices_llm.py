@@ -90,7 +90,7 @@ from sources._price_common import (
     usd_rate,
 )
 from sources.base import ParseContext, Parsed, Reject, SourceFormatError, head_text
-from sources.registry import SourceSpec
+from sources.base import SourceSpec
 
 TABLE = "stg.llm_prices"
 MAX_USD_PER_MTOK = Decimal(1000)  # the dearest real price in 2026 is ~$600/M (o1-pro output)

@@ -52,7 +52,7 @@ import pyarrow as pa
 from prometheus_client.parser import text_fd_to_metric_families
 
 from sources.base import ParseContext, Parsed, Reject, SourceFormatError, head_text
-from sources.registry import SourceSpec
+from sources.base import SourceSpec
 
 TABLE = "stg.metric_samples"
 FORMAT = "prometheus_text"

@@ -2,25 +2,14 @@
 
 Each source-family module exports ``SPECS: list[SourceSpec]``; this module gathers them. A
 landing file is matched to the first spec of its folder whose ``sniff`` accepts its content.
+The parsers import only ``sources.base`` (never this module), so there is no circle.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from sources.base import SourceSpec
 
-from sources.base import Parser, Sniffer
-
-
-@dataclass(frozen=True)
-class SourceSpec:
-    folder: str  # landing sub-folder, e.g. "prices/llm"
-    format: str  # e.g. "litellm_json"
-    sniff: Sniffer  # (data, name) -> bool, from content (and name only as a tie-break)
-    parse: Parser
-    # Natural key for de-duplication against rows already loaded into the same staging table.
-    # A row whose key and values match a loaded row is a duplicate; same key, other values is
-    # quarantined as 'conflicting_duplicate'. None: no key (catalog snapshots; newest file wins).
-    key: tuple[str, ...] | None = None
+__all__ = ["SourceSpec", "all_specs", "folders"]  # SourceSpec is defined in sources/base.py (parsers import it there)
 
 
 def all_specs() -> list[SourceSpec]:

@@ -70,7 +70,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
-from sources.registry import SourceSpec
+from sources.base import SourceSpec
 
 TABLE = "stg.requests"
 # No model reads or writes more than this in one call (the largest context window, Llama 4 Scout,

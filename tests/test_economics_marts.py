@@ -24,6 +24,7 @@ staging expectations of a full run (tests/pipelines covers the run).
 from __future__ import annotations
 
 import json
+import math
 from decimal import Decimal as D
 from pathlib import Path
 
@@ -164,14 +165,14 @@ def test_self_host_breakeven_hand_worked(con):
     assert d1["api_calls"] == 3 and d1["api_spend_usd"] == D("0.027") and d1["api_cost_per_call_usd"] == D("0.009")
     assert d1["self_host_usd_per_month"] == D("0.013140") and d1["usd_per_gpu_hour_source"] == "deployment"
     assert d1["capacity_calls_per_month"] == 438_000 and d1["deployments_needed"] == 1
-    assert d1["breakeven_calls_per_month"] == pytest.approx(1.46)                 # 0.01314 / 0.009
-    assert d1["breakeven_calls_per_month"] == pytest.approx(float(d1["self_host_usd_per_month"] / d1["api_cost_per_call_usd"]))
+    assert d1["breakeven_calls_per_month"] == 2                                   # ceil(0.01314 / 0.009 = 1.46)
+    assert isinstance(d1["breakeven_calls_per_month"], int) and isinstance(d1["capacity_calls_per_month"], int)
     assert d1["breakeven_api_spend_usd"] == d1["self_host_usd_per_month"]
     assert d1["savings_usd"] == D("0.013860")                                       # 0.027 - 1 x 0.01314
     assert (d1["fits"], d1["verdict"]) == (True, "self_host")
-    # d1, May: 1 call at $0.002 -> break-even 0.01314 / 0.002 = 6.57; savings 0.002 - 0.01314 = -0.01114
+    # d1, May: 1 call at $0.002 -> break-even ceil(0.01314 / 0.002 = 6.57) = 7; savings 0.002 - 0.01314 = -0.01114
     d1_may = got[(MAY, "d1-h200-fp8")]
-    assert d1_may["breakeven_calls_per_month"] == pytest.approx(6.57)
+    assert d1_may["breakeven_calls_per_month"] == 7
     assert (d1_may["savings_usd"], d1_may["verdict"]) == (D("-0.011140"), "stay_on_api")
 
     # d2: sheet price, cheapest nebius H100 on demand (H100-SXM 2.95 < 3.10): 2.95 x 730 = $2,153.50; weights do not fit
@@ -180,21 +181,21 @@ def test_self_host_breakeven_hand_worked(con):
     assert d2["self_host_usd_per_month"] == D("2153.50")
     assert d2["capacity_calls_per_month"] == 0 and d2["calls_per_minute_source"] == "estimated"
     assert (d2["fits"], d2["verdict"], d2["deployments_needed"], d2["savings_usd"]) == (False, "infeasible", None, None)
-    assert d2["breakeven_calls_per_month"] == pytest.approx(2153.5 / 0.009)
+    assert d2["breakeven_calls_per_month"] == 239_278                             # ceil(2153.5 / 0.009 = 239,277.8)
 
     # d3: newest lambda B200 on demand in force = min(3.49 us-east since 2026-06-01, 4.99 us-west); spot 1.50 ignored
-    # 2 x 3.49 x 730 = $5,095.40; capacity 0.00005 x 60 x 730 = 2.19 calls -> June ceil(3 / 2.19) = 2 deployments
+    # 2 x 3.49 x 730 = $5,095.40; capacity 0.00005 x 60 x 730 = 2.19 calls (2 whole calls) -> June ceil(3 / 2.19) = 2 deployments
     d3 = got[(JUNE, "d3-b200-fp8")]
     assert d3["usd_per_gpu_hour"] == D("3.49") and d3["self_host_usd_per_month"] == D("5095.40")
-    assert d3["capacity_calls_per_month"] == pytest.approx(2.19) and d3["deployments_needed"] == 2
+    assert d3["capacity_calls_per_month"] == 2 and d3["deployments_needed"] == 2
     assert d3["savings_usd"] == D("-10190.773000")                                   # 0.027 - 2 x 5,095.40
     assert d3["breakeven_api_spend_usd"] == D("5095.40") and d3["verdict"] == "stay_on_api"
     assert got[(MAY, "d3-b200-fp8")]["deployments_needed"] == 1                      # ceil(1 / 2.19)
 
-    # d4 (catalog-only model): 0.5 x 730 = $365; capacity 5 x 60 x 730 = 219,000; 365 / 0.003 = 121,666.67 calls
+    # d4 (catalog-only model): 0.5 x 730 = $365; capacity 5 x 60 x 730 = 219,000; 365 / 0.003 = 121,666.67 -> 121,667 calls
     d4 = got[(JUNE, "d4-tiny-l40s")]
     assert (d4["api_calls"], d4["api_cost_per_call_usd"], d4["self_host_usd_per_month"]) == (1, D("0.003"), D("365"))
-    assert d4["capacity_calls_per_month"] == 219_000 and d4["breakeven_calls_per_month"] == pytest.approx(365 / 0.003)
+    assert d4["capacity_calls_per_month"] == 219_000 and d4["breakeven_calls_per_month"] == 121_667
     assert (d4["savings_usd"], d4["verdict"]) == (D("-364.997"), "stay_on_api")
 
 
@@ -206,7 +207,8 @@ def test_estimated_capacity_is_the_roofline_on_the_p50_profile(con):
     expected = estimate_throughput(spec, Deployment(gpu_spec("H200"), 1, "fp8"), CallProfile(2000, 2000, 1000))
     assert source == "estimated" and expected.calls_per_minute > 0
     assert cpm == pytest.approx(expected.calls_per_minute)
-    assert capacity == pytest.approx(expected.calls_per_minute * 60 * 730)
+    # whole calls: floor(calls/min x 60 x 730), the same Decimal arithmetic as models.breakeven
+    assert capacity == math.floor(D(str(expected.calls_per_minute)) * 60 * 730)
 
 
 def test_unsizable_inputs_are_left_out_with_a_reason(con):

@@ -30,7 +30,8 @@ from thinktax.config import Config
 from warehouse import incremental
 from warehouse.db import Build, read_only
 from warehouse.ingest import Ingestor
-from warehouse.transform import build_all, load_models
+from warehouse.rebuild import rebuild_all
+from warehouse.transform import load_models
 
 SPEC = benchgen.GenSpec(calls_per_day=1_500, days=4, lines_per_file=2_000)
 
@@ -42,7 +43,7 @@ def _run(published: Path, landing: Path, name: str) -> incremental.Scope:
     with b.connect() as con:
         Ingestor(con, landing).ingest()
         scope = incremental.plan(con, b.build_id)
-        build_all(con, scope)
+        rebuild_all(con, scope, b.build_id)  # what the Dagster step runs: models the plan keeps are not rebuilt
     b.publish(files_new=0, landing=str(landing))
     return scope
 
@@ -164,15 +165,102 @@ def test_a_nightly_run_without_new_files_changes_nothing(generated, tmp_path: Pa
     assert _digest(wh) == before
 
 
-def test_new_price_sheet_or_changed_sql_rebuild_whole(generated, tmp_path: Path, monkeypatch):
+def _same_as_full(wh: Path, landing: Path, tmp_path: Path) -> None:
+    """Every table of ``wh`` equals a full rebuild of the same staging tables (a copy of ``wh``
+    rebuilt whole; the same files ingested in the same order, so the same file ids)."""
+    full = tmp_path / "full-reference.duckdb"
+    shutil.copyfile(wh, full)
+    b = Build(full, "full")
+    b.start(Config().settings_row())
+    with b.connect() as con:
+        Ingestor(con, landing).ingest()  # nothing new
+        scope = incremental.plan(con, b.build_id, full=True)
+        rebuild_all(con, scope, b.build_id)
+    b.publish(files_new=0, landing=str(landing))
+    assert scope.full
+    got, want = _digest(wh), _digest(full)
+    assert got.keys() == want.keys()
+    assert {t: v for t, v in got.items() if v != want[t]} == {}
+
+
+# the models that read LLM prices (core.llm_price_versions), directly or through other models
+LLM_PRICE_READERS = {
+    "core.llm_price_versions", "core.model_map", "core.call_costs", "core.calls", "core.call_kv", "core.call_profiles",
+    "core.daily_call_totals", "core.self_hosted_usage_cost", "marts.bill_reconciliation", "marts.daily_spend",
+    "marts.task_costs", "marts.unpriced_usage", "marts.kv_thinking_share", "marts.focus_costs", "marts.tier_mix",
+    "marts.node_hours", "marts.cost_per_task",
+}
+
+
+def test_a_new_price_sheet_rebuilds_from_its_first_changed_day_only_what_reads_prices(generated, tmp_path: Path):
+    """History is days 0..3 (the benchgen o3 price cut is on day 2). A sheet effective on day 1
+    that changes o3's price: days from day 1 on are replaced (day 0 too, by the task closure:
+    tasks span midnight), only in the models that read prices; the result equals a full build."""
     landing = tmp_path / "landing"
     shutil.copytree(generated["landing"], landing)
     wh = tmp_path / "wh.duckdb"
     _run(wh, landing, "one")
-    sheet = landing / "prices" / "llm" / "late_prices.2026-01-06.csv"
-    sheet.write_text("provider,model,input_usd_per_mtok,output_usd_per_mtok\nopenai,o3,1.00,4.00\n")
+    d = SPEC.day
+    sheet = landing / "prices" / "llm" / f"late_prices.{d(1)}.csv"
+    sheet.write_text(f"{benchgen.PRICE_HEADER}\nopenai,o3,{d(1)},1.00,0.25,,4,,USD\n")
     scope = _run(wh, landing, "two")
-    assert scope.full and "stg.llm_prices" in scope.reason
+    assert not scope.full, scope.reason
+    assert scope.price_from == d(1)
+    assert scope.tables == frozenset(LLM_PRICE_READERS)
+    # the tables that do not read prices were kept: the dims, the allocation, the node hours' cost
+    with read_only(wh) as con:
+        modes = dict(con.execute("SELECT table_name, build_id FROM ops.model_builds").fetchall())
+    assert {t for t, b in modes.items() if b == "two"} == LLM_PRICE_READERS
+    assert d(1) in scope.days and d(SPEC.days - 1) in scope.days
+    _same_as_full(wh, landing, tmp_path)
+
+
+def test_a_sheet_that_changes_no_price_rebuilds_nothing(generated, tmp_path: Path):
+    """The price in force from day 2 (o3 1.5/6) re-landed under day 3, as a nightly snapshot of an
+    unchanged price list is; and a currency-rate file (applied at ingest, read by no model)."""
+    landing = tmp_path / "landing"
+    shutil.copytree(generated["landing"], landing)
+    wh = tmp_path / "wh.duckdb"
+    _run(wh, landing, "one")
+    before = _digest(wh)
+    d = SPEC.day
+    (landing / "prices" / "llm" / f"bench_prices.{d(3)}.csv").write_text(
+        f"{benchgen.PRICE_HEADER}\nopenai,o3,{d(3)},1.5,0.375,,6,,USD\n")
+    (landing / "fx").mkdir()
+    (landing / "fx" / f"rates.{d(0)}.csv").write_text("currency,usd_per_unit\nEUR,1.08\n")
+    scope = _run(wh, landing, "two")
+    with read_only(wh) as con:
+        loaded = dict(con.execute("SELECT target_table, rows_loaded FROM ops.ingested_files WHERE file = ? OR file LIKE 'fx/%'",
+                                  [f"prices/llm/bench_prices.{d(3)}.csv"]).fetchall())
+        built = con.execute("SELECT count(*) FROM ops.model_builds WHERE build_id = 'two'").fetchall()[0][0]
+        marts_ids = con.execute("SELECT DISTINCT build_id FROM marts.cost_per_task").fetchall()
+    assert loaded == {"stg.llm_prices": 1, "stg.fx_rates": 1}  # both were new rows...
+    assert not scope.full and scope.tables == frozenset() and scope.days == ()  # ...that change no model
+    assert built == 0
+    assert marts_ids == [("two",)]  # kept marts still carry the build id of the snapshot
+    assert _digest(wh) == before
+    assert scope.summary() == "rebuild: nothing (no new rows, no requested days)"
+
+
+def test_a_new_nodes_file_rebuilds_its_readers_whole_and_nothing_else(generated, tmp_path: Path):
+    landing = tmp_path / "landing"
+    shutil.copytree(generated["landing"], landing)
+    wh = tmp_path / "wh.duckdb"
+    _run(wh, landing, "one")
+    nodes = landing / "catalog" / "nodes.csv"
+    nodes.write_text(nodes.read_text().replace("2.49", "2.19"))
+    scope = _run(wh, landing, "two")
+    assert not scope.full
+    assert {"core.dim_nodes", "core.node_hours_cost", "core.self_hosted_allocation", "core.call_costs"} <= scope.full_tables
+    assert not {"core.llm_price_versions", "core.billed_lines", "core.dim_models", "core.metric_deltas"} & scope.tables
+    _same_as_full(wh, landing, tmp_path)
+
+
+def test_changed_sql_rebuilds_the_model_and_what_it_feeds_whole(generated, tmp_path: Path, monkeypatch):
+    landing = tmp_path / "landing"
+    shutil.copytree(generated["landing"], landing)
+    wh = tmp_path / "wh.duckdb"
+    _run(wh, landing, "one")
 
     # a changed model SQL: that model and everything downstream are rebuilt whole
     import warehouse.transform as transform

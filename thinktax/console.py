@@ -9,15 +9,61 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from thinktax import progress
-from thinktax.runner import RunOutcome, run_pipeline
+from pipelines import progress
+from thinktax.runner import RunOptions, RunOutcome, run_pipeline
 from warehouse.db import WarehouseBusy, read_only
+from warehouse.incremental import Scope
 
 err = Console(stderr=True)
-out = Console()
 
 
-def run_with_progress(landing: Path, warehouse: Path, config: str | None, *, quiet: bool = False) -> RunOutcome:
+def stdout_console() -> Console:
+    """The console for results: rich on a terminal; plain, unwrapped text when stdout is a file or
+    a pipe (rich would otherwise wrap every line at 80 columns, mid-word)."""
+    if sys.stdout.isatty():
+        return Console()
+    return Console(soft_wrap=True, no_color=True, highlight=False, emoji=False, width=100_000)
+
+
+def _cell(v: object) -> str:
+    return "NULL" if v is None else str(v)
+
+
+def print_rows(cols: list[str], rows: list[tuple], console: Console | None = None) -> None:
+    """Query results, readable at any width and never cut to empty boxes.
+
+    On a terminal: a table when every column fits at its natural width, else one block per row
+    (column name, value; long values folded), like psql's expanded display. Not on a terminal:
+    plain aligned text, one line per row, never wrapped.
+    """
+    console = console or stdout_console()
+    cells = [[_cell(v) for v in r] for r in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(cols)]
+    if not console.is_terminal:
+        console.print("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip(), markup=False)
+        console.print("  ".join("-" * w for w in widths), markup=False)
+        for r in cells:
+            console.print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip(), markup=False)
+        return
+    if sum(widths) + 3 * len(cols) + 1 <= console.width:
+        t = Table(*cols)
+        for r in cells:
+            t.add_row(*r)
+        console.print(t)
+        return
+    name_w = max(len(c) for c in cols)
+    for k, r in enumerate(cells, 1):
+        console.rule(f"row {k}", align="left", characters="─")
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True, width=name_w)
+        grid.add_column(overflow="fold")
+        for c, v in zip(cols, r):
+            grid.add_row(c, v)
+        console.print(grid)
+
+
+def run_with_progress(landing: Path, warehouse: Path, config: str | None, *, quiet: bool = False,
+                      options: RunOptions | None = None) -> RunOutcome:
     start = time.monotonic()
     status = None if quiet else err.status("starting Dagster…", spinner="dots")
     counts = {"ingest": 0, "build": 0}
@@ -34,7 +80,7 @@ def run_with_progress(landing: Path, warehouse: Path, config: str | None, *, qui
     try:
         if status:
             status.start()
-        outcome = run_pipeline(landing, warehouse, config)
+        outcome = run_pipeline(landing, warehouse, config, options)
     except WarehouseBusy as exc:
         err.print(f"[red]thinktax: {exc}[/red]")
         return RunOutcome(False, "", error=str(exc))
@@ -60,7 +106,7 @@ def _usd(x) -> str:
 
 
 def print_summary(warehouse: Path, console: Console | None = None) -> None:
-    console = console or out
+    console = console or stdout_console()
     with read_only(warehouse) as con:
         files = con.sql(
             "SELECT count(*), sum(rows_in), sum(rows_loaded), sum(rows_duplicate), sum(rows_quarantined) FROM ops.ingested_files"
@@ -77,15 +123,14 @@ def print_summary(warehouse: Path, console: Console | None = None) -> None:
             "GROUP BY tier ORDER BY CASE tier WHEN 'fast' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END"
         ).fetchall()
         unpriced = con.sql("SELECT coalesce(sum(calls_or_hours), 0) FROM marts.unpriced_usage").fetchall()[0][0]
-        scope = con.sql("SELECT full_rebuild, reason, days FROM ops.build_scope").fetchall()
+        scope = con.sql("SELECT full_rebuild, reason, days, tables FROM ops.build_scope").fetchall()
     total, thinking = spend
     console.print(f"[bold]thinktax[/bold] — {span[0]} to {span[1]}: {span[2]:,} calls in {span[3]:,} tasks")
     console.print(f"files: {files[0]} ingested; rows in {files[1] or 0:,} = loaded {files[2] or 0:,} + duplicate {files[3] or 0:,} + quarantined {files[4] or 0:,}")
     if scope:
-        full, reason, days = scope[0]
-        days = days or []
-        span_text = f" ({days[0]}..{days[-1]})" if len(days) > 1 else (f" ({days[0]})" if days else "")
-        console.print(f"rebuild: full ({reason})" if full else f"rebuild: incremental, {len(days)} day(s) replaced{span_text}")
+        full, reason, days, tables = scope[0]
+        console.print(Scope(full=full, reason=reason, days=tuple(days or ()),
+                            tables=None if tables is None else frozenset(tables)).summary(), markup=False)
     share = (thinking / total * 100) if total else 0
     console.print(f"spend: {_usd(total)}, of which thinking {_usd(thinking)} ({share:.1f}%)  "
                   + "  ".join(f"{s}: {_usd(v)}" for s, v in by_source))
@@ -97,7 +142,7 @@ def print_summary(warehouse: Path, console: Console | None = None) -> None:
     if unpriced:
         console.print(f"[yellow]{unpriced:,} calls/node-hours could not be priced: SELECT * FROM marts.unpriced_usage[/yellow]")
     console.print(f"warehouse: {warehouse}")
-    from thinktax.report import default_path  # noqa: PLC0415
+    from services.report import default_path  # noqa: PLC0415
 
     report = default_path(warehouse)
     if report.exists():

@@ -1,13 +1,16 @@
-"""Run the Dagster job in this process, on a real Dagster instance (DAGSTER_HOME)."""
+"""Run the Dagster job in this process, on a real Dagster instance (DAGSTER_HOME).
+
+Run options travel one way: into the job's run config (the ``thinktax`` resource's paths, the
+ingest step's plan options, the alert's window), never through environment variables, tags or
+process state. (``make dev`` is different: the Dagster daemon and UI run in other processes, so
+``export_paths`` gives them the paths as environment variables, read by the resource's defaults.)
+"""
 
 from __future__ import annotations
 
-import contextvars
 import datetime as dt
 import logging
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +45,8 @@ def dagster_home() -> Path:
 
 
 def export_paths(landing: Path, warehouse: Path, config: str | None) -> None:
-    """Tell the Dagster code (pipelines/defs/resources.py reads these at run time) where to work."""
+    """Tell Dagster processes started from here (`make dev`: daemon, UI, code server) where to work:
+    pipelines/defs/resources.py reads these when a run's config does not say."""
     os.environ["THINKTAX_LANDING"] = str(landing)
     os.environ["THINKTAX_WAREHOUSE"] = str(warehouse)
     if config:
@@ -56,19 +60,6 @@ class RunOptions:
     days: tuple[dt.date, dt.date] | None = None  # partitions to run (inclusive); None: yesterday (UTC)
     as_of: dt.date | None = None  # the alert window's last day; None: the latest day with calls
     full_rebuild: bool = False  # rebuild every table whole, not only the days new files touch
-
-
-_OPTIONS: contextvars.ContextVar[RunOptions] = contextvars.ContextVar("thinktax_run_options", default=RunOptions())
-
-
-@contextmanager
-def run_options(options: RunOptions) -> Iterator[None]:
-    """Options for the run_pipeline calls made inside the block (the CLI goes through thinktax.console)."""
-    token = _OPTIONS.set(options)
-    try:
-        yield
-    finally:
-        _OPTIONS.reset(token)
 
 
 def parse_days(text: str) -> tuple[dt.date, dt.date]:
@@ -106,11 +97,20 @@ def partition_args(days: tuple[dt.date, dt.date]) -> dict:
                      "dagster/asset_partition_range_end": last.isoformat()}}
 
 
-def job_run_config(as_of: dt.date | None) -> dict:
-    """Run config of the `thinktax` job: quiet console logs; the alert's window end if given."""
+def job_run_config(as_of: dt.date | None, *, landing: Path | None = None, warehouse: Path | None = None,
+                   config: str | None = None, full_rebuild: bool = False, rebuild_requested_days: bool = True) -> dict:
+    """Run config of the `thinktax` job: quiet console logs; where to work (the resource); the
+    plan's options (the ingest step); the alert's window end if given."""
     run_config: dict = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    paths = {k: str(v) for k, v in (("landing", landing), ("warehouse", warehouse),
+                                     ("config_path", Path(config).resolve() if config else None)) if v}
+    if paths:
+        run_config["resources"] = {"thinktax": {"config": paths}}
+    ops: dict = {"ingest_landing": {"config": {"full_rebuild": full_rebuild,
+                                               "rebuild_requested_days": rebuild_requested_days}}}
     if as_of:
-        run_config["ops"] = {"ops__alerts": {"config": {"as_of": as_of.isoformat()}}}
+        ops["warehouse_models"] = {"config": {"as_of": as_of.isoformat()}}  # the step that evaluates the alert
+    run_config["ops"] = ops
     return run_config
 
 
@@ -122,18 +122,16 @@ class RunOutcome:
     error: str | None = None
 
 
-def run_pipeline(landing: Path, warehouse: Path, config: str | None, *,
-                 days: tuple[dt.date, dt.date] | None = None, as_of: dt.date | None = None) -> RunOutcome:
+def run_pipeline(landing: Path, warehouse: Path, config: str | None, options: RunOptions | None = None) -> RunOutcome:
     """Materialise every asset once (the `thinktax` job). The published warehouse changes only on success.
 
-    ``days`` are the daily partitions the run is for (default: yesterday, UTC); every run rebuilds
-    all days from the staging tables, so any range replaces its days and never duplicates them.
-    ``as_of`` ends the alert's window on that day. Both default to the enclosing ``run_options``.
+    ``options.days`` are the daily partitions the run is for (default: yesterday, UTC): days asked
+    for are rebuilt from staging (replaced, never duplicated) even when no new file touches them;
+    the default day is not a request, so a run with nothing new rebuilds nothing.
+    ``options.as_of`` ends the alert's window on that day.
     """
-    opts = _OPTIONS.get()
-    days = days or opts.days or default_days()
-    as_of = as_of or opts.as_of
-    export_paths(landing, warehouse, config)
+    opts = options or RunOptions()
+    days = opts.days or default_days()
     dagster_home()
     logging.getLogger("dagster").setLevel(logging.WARNING)
 
@@ -144,11 +142,8 @@ def run_pipeline(landing: Path, warehouse: Path, config: str | None, *,
     part = partition_args(days)
     # The CLI reports a failure itself: the daemon (if one runs on this instance) must not retry it.
     tags = {"dagster/max_retries": "0", **part.pop("tags", {})}
-    if opts.full_rebuild:
-        from warehouse.incremental import FULL_REBUILD_TAG  # noqa: PLC0415
-
-        tags[FULL_REBUILD_TAG] = "true"  # read by the ingest step's plan (pipelines/defs/warehouse_assets.py)
-    run_config = job_run_config(as_of)
+    run_config = job_run_config(opts.as_of, landing=landing, warehouse=warehouse, config=config,
+                                full_rebuild=opts.full_rebuild, rebuild_requested_days=opts.days is not None)
     with run_lock(warehouse), dg.DagsterInstance.get() as instance:
         job = defs.resolve_job_def("thinktax")
         result = job.execute_in_process(

@@ -180,10 +180,10 @@ COLUMNS: dict[str, dict[str, str]] = {
         "self_host_usd_per_month": _d("Monthly cost of one deployment: gpus x usd_per_gpu_hour x hours_per_month", "USD per month"),
         "calls_per_minute": _d("Calls one deployment serves per minute (see calls_per_minute_source)", "calls per minute"),
         "calls_per_minute_source": _d("'deployment' (deployments.csv) or 'estimated' (memory-bandwidth roofline on the p50 profile)", LABEL),
-        "capacity_calls_per_month": _d("calls_per_minute x 60 x hours_per_month: what one deployment can serve", "calls per month"),
+        "capacity_calls_per_month": _d("floor(calls_per_minute x 60 x hours_per_month): what one deployment can serve (integer)", "calls per month"),
         "deployments_needed": _d("max(1, ceil(api_calls / capacity)): the self-host cost is a step function (NULL if infeasible)", COUNT),
-        "breakeven_calls_per_month": _d("self_host_usd_per_month / api_cost_per_call_usd: the monthly volume where one "
-                                        "deployment costs what the API does", "calls per month"),
+        "breakeven_calls_per_month": _d("ceil(self_host_usd_per_month / api_cost_per_call_usd): the smallest whole monthly volume at "
+                                        "which one deployment costs no more than the API (integer)", "calls per month"),
         "breakeven_api_spend_usd": _d("API spend at the break-even volume (= self_host_usd_per_month)", "USD per month"),
         "breakeven_within_capacity": _d("True when one deployment can serve the break-even volume; false: self-hosting "
                                         "never pays at any volume", BOOL),
@@ -413,6 +413,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "halo_days": _d("Days a self-hosted call's interval can reach back; usage-basis tables replace the days +- this", COUNT),
         "full_tables": _d("Tables rebuilt whole in an incremental run (their SQL changed, or they feed from one that did)", LABEL),
         "planned_at": _d("When the plan was made", TS),
+        "tables": _d("The SQL models this run rebuilt at all (NULL = every one); the others read nothing that changed and were kept as published", LABEL),
     },
 
 }

@@ -34,7 +34,10 @@ profile deciding ``fits`` and the p50 profile the estimated capacity. ``deployme
 ``savings_usd`` are NULL where the verdict is ``infeasible``. ``offer`` names the price sheet row a
 sheet-priced deployment took (``provider/region/instance_type/pricing``: the cheapest on-demand one
 of its provider whose instance holds its GPUs, as ``marts.deployment_offers`` marks it), NULL where deployments.csv gives the price. Money is DECIMAL(18,6) (rounded
-half-even); ``breakeven_calls_per_month`` is computed from the unrounded cost per call.
+half-even); ``breakeven_calls_per_month`` is computed from the unrounded cost per call. The two
+counts of calls are integers: ``capacity_calls_per_month`` rounded down (a deployment cannot
+serve part of a call), ``breakeven_calls_per_month`` rounded up (the first whole volume at which
+self-hosting costs no more than the API).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -82,8 +86,8 @@ SELF_HOST_BREAKEVEN_SCHEMA = pa.schema([
     ("usd_per_gpu_hour", USD6), ("usd_per_gpu_hour_source", pa.string()),
     ("self_host_usd_per_month", USD6),
     ("calls_per_minute", pa.float64()), ("calls_per_minute_source", pa.string()),
-    ("capacity_calls_per_month", pa.float64()), ("deployments_needed", pa.int64()),
-    ("breakeven_calls_per_month", pa.float64()), ("breakeven_api_spend_usd", USD6),
+    ("capacity_calls_per_month", pa.int64()), ("deployments_needed", pa.int64()),
+    ("breakeven_calls_per_month", pa.int64()), ("breakeven_api_spend_usd", USD6),
     ("breakeven_within_capacity", pa.bool_()), ("savings_usd", USD6),
     ("fits", pa.bool_()), ("verdict", pa.string()), ("offer", pa.string()), ("build_id", pa.string()),
 ])
@@ -322,9 +326,11 @@ def self_host_breakeven_rows(
                 "usd_per_gpu_hour": quantize_usd(Decimal(price)), "usd_per_gpu_hour_source": price_source,
                 "self_host_usd_per_month": quantize_usd(b.self_host_usd_per_month),
                 "calls_per_minute": cpm, "calls_per_minute_source": cpm_source,
-                "capacity_calls_per_month": float(b.capacity_calls_per_month),
+                # counts of calls are whole: what one deployment can serve (rounded down), the volume
+                # from which self-hosting costs no more than the API (rounded up)
+                "capacity_calls_per_month": math.floor(b.capacity_calls_per_month),
                 "deployments_needed": b.deployments_needed,
-                "breakeven_calls_per_month": None if b.breakeven_calls_per_month is None else float(b.breakeven_calls_per_month),
+                "breakeven_calls_per_month": None if b.breakeven_calls_per_month is None else math.ceil(b.breakeven_calls_per_month),
                 "breakeven_api_spend_usd": None if b.breakeven_api_spend_usd is None else quantize_usd(b.breakeven_api_spend_usd),
                 "breakeven_within_capacity": b.breakeven_within_capacity,
                 "savings_usd": None if b.savings_usd is None else quantize_usd(b.savings_usd),

@@ -6,20 +6,34 @@ table from all of staging makes the night grow with history; instead the SQL mod
 touched, and every other model is small enough to rebuild whole.
 
 The plan (``plan``) is made once per build, after ingest, and stored in ``ops.build_scope`` so
-that every asset of a Dagster run (separate steps) uses the same one:
+that every asset of a Dagster run uses the same one. It says which models are rebuilt at all
+(``Scope.tables``: a model none of whose inputs changed keeps its published table), which of
+them are rebuilt whole, and which days the others replace:
 
-* **full rebuild** when there is no earlier build state, when ``THINKTAX_FULL_REBUILD`` is set,
-  when ``ops.settings`` (thinktax.toml) changed, or when the run ingested a file that is not
-  day-bound (price sheets, nodes.csv, model configs, currency rates: they can change any day's
-  cost). Per model also when its SQL changed since it was last built or its table is missing;
-  everything downstream of such a model is then rebuilt whole too.
+* **full rebuild** (every model whole) when there is no earlier build state, when it is asked
+  for (``thinktax run --full-rebuild``: the ingest step's run config), or when ``ops.settings``
+  (thinktax.toml) changed.
+* a model is **rebuilt whole** when its SQL changed since it was last built or its table is
+  missing, or when it reads (directly or through other models) a staging table that is not
+  day-bound and got new rows in this run (nodes.csv, the model catalog, model configs); and
+  everything downstream of such a model.
+* a **price sheet** (``stg.llm_prices``, ``stg.gpu_prices``) that got new rows is compared with
+  the published price history: the model's version table is selected anew and diffed with the
+  stored one; the earliest day on which a price in force differs (a new or changed version
+  from its ``effective_from``; a version only cut short from its new ``effective_to``) starts
+  the rebuild: every day of data from then on, and only the models that read prices. A sheet
+  that changes no price (the same prices re-landed under a new date, as a nightly LiteLLM
+  snapshot mostly is) rebuilds nothing. Currency rates (``stg.fx_rates``) are applied when a
+  sheet or bill is ingested, so no model reads them: an FX file alone rebuilds nothing.
 * otherwise the **days** = the days the run's new files touch (``ops.ingested_days``), the days
-  a run was asked for (partitions, ``thinktax run --days``), and the days between the last day
-  with calls and the new last day (nodes without an end date are paid up to the last day of
-  data, so those idle days appear), closed over tasks: every day on which a task that has a
-  call on one of these days has a call (repeated until nothing is added). With that closure a
-  task never straddles the edge of the rebuilt days, so task-level rows (``marts.task_costs``,
-  the team/task type a call inherits from its task) come out as in a full rebuild.
+  a run was explicitly asked for (``thinktax run --days``, a backfill), and the days between
+  the last day with calls and the new last day (nodes without an end date are paid up to the
+  last day of data, so those idle days appear), closed over tasks: every day on which a task
+  that has a call on one of these days has a call (repeated until nothing is added). With that
+  closure a task never straddles the edge of the rebuilt days, so task-level rows
+  (``marts.task_costs``, the team/task type a call inherits from its task) come out as in a
+  full rebuild. Only models downstream of the changed day-bound tables replace them.
+* a run with no new rows and no requested days rebuilds nothing.
 
 SQL models name the days through three macros, replaced by literals when a model is built
 (``render``); in a full rebuild they are ``TRUE``:
@@ -38,7 +52,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -46,9 +59,8 @@ import duckdb
 
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 
-FULL_ENV = "THINKTAX_FULL_REBUILD"
-# Dagster run tag with the same meaning ("true"), set by `thinktax run --full-rebuild` or the launchpad.
-FULL_REBUILD_TAG = "thinktax/full_rebuild"
+# price sheet staging table -> the model holding its price history (diffed to find what changed)
+PRICE_VERSIONS = {"stg.llm_prices": "core.llm_price_versions", "stg.gpu_prices": "core.gpu_price_versions"}
 MACROS = ("in_build_days", "in_build_context", "in_build_months")
 _MACRO = re.compile(r"\bcore\.(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)
 # A task whose calls span more days than this is closed over in at most this many passes.
@@ -64,9 +76,26 @@ class Scope:
     days: tuple[dt.date, ...] = ()
     halo_days: int = 1  # how far a call's interval can reach back (self-hosted latency), in days
     full_tables: frozenset[str] = field(default_factory=frozenset)
+    tables: frozenset[str] | None = None  # the models rebuilt at all; None = every model
+    price_from: dt.date | None = None  # the earliest day whose price in force changed (new sheets)
 
     def is_full(self, table: str) -> bool:
         return self.full or table in self.full_tables
+
+    def builds(self, table: str) -> bool:
+        """Whether this build rebuilds ``table`` at all (else it keeps the published one)."""
+        return self.full or self.tables is None or table in self.tables
+
+    def summary(self) -> str:
+        """One line for the log and the run summary."""
+        if self.full:
+            return f"rebuild: full ({self.reason})"
+        n = len(self.tables or ())
+        if not n:
+            return "rebuild: nothing (no new rows, no requested days)"
+        span = f" ({self.days[0]}..{self.days[-1]})" if len(self.days) > 1 else (f" ({self.days[0]})" if self.days else "")
+        price = f", prices changed from {self.price_from}" if self.price_from else ""
+        return f"rebuild: incremental, {n} table(s), {len(self.days)} day(s) replaced{span}{price}"
 
     def model_days(self, halo: bool) -> list[dt.date]:
         """The days a model rewrites: the scope's days, widened by the halo for halo models."""
@@ -180,11 +209,27 @@ def record(con: duckdb.DuckDBPyConnection, table: str, sql: str, mode: str, days
 
 
 # -- the plan ----------------------------------------------------------------------------------
-_NEW_FILE_TABLES = """
+_NEW_ROWS_TABLES = """
     SELECT DISTINCT target_table FROM ops.ingested_files
-    WHERE status = 'loaded' AND target_table IS NOT NULL
+    WHERE status = 'loaded' AND target_table IS NOT NULL AND rows_loaded > 0
       AND ingested_at >= (SELECT started_at FROM ops.runs WHERE build_id = ?)
 """
+
+
+def tables_with_new_rows(con: duckdb.DuckDBPyConnection, build_id: str | None) -> set[str]:
+    """The staging tables that files ingested by this build added rows to."""
+    if build_id is None:
+        return set()
+    return {r[0] for r in con.execute(_NEW_ROWS_TABLES, [build_id]).fetchall()}
+
+
+def downstream(models, tables: set[str]) -> set[str]:  # noqa: ANN001
+    """The models that read any of ``tables``, directly or through other models."""
+    out: set[str] = set()
+    for m in models:  # dependency order
+        if m.deps & (tables | out):
+            out.add(m.table)
+    return out
 
 
 def _stale(con: duckdb.DuckDBPyConnection, models) -> tuple[set[str], str]:  # noqa: ANN001
@@ -202,6 +247,48 @@ def _stale(con: duckdb.DuckDBPyConnection, models) -> tuple[set[str], str]:  # n
         if m.table not in present or built.get(m.table, ("", ""))[0] != sql_sha(m.sql) or m.deps & stale:
             stale.add(m.table)
     return stale, ""
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    schema, name = table.split(".")
+    return [r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
+        [schema, name]).fetchall()]
+
+
+def price_change_from(con: duckdb.DuckDBPyConnection, model) -> dt.date | None:  # noqa: ANN001
+    """The earliest day on which the price history ``model`` would select now differs from the
+    stored table (None: no price in force changed).
+
+    A row only in one of the two is a change from its ``effective_from``, unless the other has
+    the same row but for ``effective_to`` (a version cut short by a later one, or extended):
+    then prices differ only from the earlier of the two ends.
+    """
+    cols = [c for c in _columns(con, model.table) if c != "effective_to"]
+    same = " AND ".join(f'o."{c}" IS NOT DISTINCT FROM d."{c}"' for c in cols)
+    end = "coalesce({}.effective_to, DATE '9999-12-31')"
+    (since,) = con.execute(f"""
+        WITH new AS (SELECT * FROM ({render(model.sql, None, full=True)})),
+        old AS (SELECT * FROM {model.table}),
+        diff AS (
+            SELECT *, 'new' AS side FROM (SELECT * FROM new EXCEPT ALL SELECT * FROM old)
+            UNION ALL BY NAME
+            SELECT *, 'old' AS side FROM (SELECT * FROM old EXCEPT ALL SELECT * FROM new)
+        )
+        SELECT min(CASE WHEN o.side IS NULL THEN d.effective_from
+                        ELSE least({end.format('d')}, {end.format('o')}) END)
+        FROM diff d LEFT JOIN diff o ON o.side <> d.side AND {same}
+    """).fetchall()[0]
+    return since
+
+
+def _days_from(con: duckdb.DuckDBPyConnection, since: dt.date) -> set[dt.date]:
+    """Every day from ``since`` (but not before the first day of calls) to the last day of calls."""
+    (first, last) = con.execute("SELECT CAST(min(ts) AS DATE), CAST(max(ts) AS DATE) FROM stg.requests").fetchall()[0]
+    if last is None or last < since:
+        return set()
+    start = max(since, first)
+    return {start + dt.timedelta(days=k) for k in range((last - start).days + 1)}
 
 
 def _closed_days(con: duckdb.DuckDBPyConnection, days: set[dt.date]) -> set[dt.date]:
@@ -242,48 +329,79 @@ def _halo(con: duckdb.DuckDBPyConnection) -> int:
 def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: list[dt.date] | None = None,
          full: bool = False) -> Scope:
     """Decide this build's scope and store it in ops.build_scope (replacing an earlier plan).
-    ``full`` (or the environment variable THINKTAX_FULL_REBUILD) asks for a full rebuild."""
-    from warehouse.transform import load_models  # noqa: PLC0415 - transform imports this module
+
+    ``extra_days``: days explicitly asked for (rebuilt even without new rows); ``full``: rebuild
+    every model whole. See the module's docstring for the rules."""
+    from warehouse.transform import load_models  # noqa: PLC0415 - transform imports this module (issue 16 breaks the circle)
 
     models = load_models()
+    by_table = {m.table: m for m in models}
     reason = "a full rebuild was asked for" if full else ""
-    if not reason and os.environ.get(FULL_ENV, "").strip() not in ("", "0", "false", "no"):
-        reason = f"{FULL_ENV} is set"
     stale, why = _stale(con, models)
     reason = reason or why
     days: set[dt.date] = set()
-    if not reason and build_id is not None:
-        record_new_file_days(con, build_id)
-        other = {r[0] for r in con.execute(_NEW_FILE_TABLES, [build_id]).fetchall()} - set(DAY_SOURCES)
-        if other:
-            reason = "new non-daily input (" + ", ".join(sorted(other)) + ")"
-        else:
-            days = set(run_days(con, build_id))
+    tables: set[str] = set(stale)
+    price_from: dt.date | None = None
     if not reason:
-        days |= set(extra_days or ())
-        days |= _gap_days(con)
-        days = _closed_days(con, days)
+        changed: set[str] = set()
+        if build_id is not None:
+            record_new_file_days(con, build_id)
+            changed = {r[0] for r in con.execute(_NEW_ROWS_TABLES, [build_id]).fetchall()}
+        daily = changed & set(DAY_SOURCES)
+        # catalog, nodes, model configs: whatever reads them is rebuilt whole (FX: nothing reads it)
+        whole = downstream(models, changed - set(DAY_SOURCES) - set(PRICE_VERSIONS))
+        stale |= whole
+        tables |= whole | downstream(models, daily)
+        if daily:
+            days |= set(run_days(con, build_id))
+        for sheet, versions in PRICE_VERSIONS.items():
+            if sheet in changed and versions in by_table and versions not in stale:
+                since = price_change_from(con, by_table[versions])
+                if since is not None:
+                    price_from = since if price_from is None else min(price_from, since)
+                    tables |= {versions} | downstream(models, {versions})
+        if price_from is not None:
+            days |= _days_from(con, price_from)
+        if extra_days:
+            days |= set(extra_days)
+            tables |= downstream(models, set(DAY_SOURCES))
+        if tables:
+            days |= _gap_days(con)
+            days = _closed_days(con, days)
     scope = Scope(full=bool(reason), reason=reason or "incremental", days=tuple(sorted(days)),
-                  halo_days=_halo(con) if not reason else 1, full_tables=frozenset(stale))
+                  halo_days=_halo(con) if not reason else 1, full_tables=frozenset(stale),
+                  tables=None if reason else frozenset(tables), price_from=price_from)
     store(con, build_id, scope)
     return scope
+
+
+def restamp(con: duckdb.DuckDBPyConnection, table: str, build_id: str | None) -> None:
+    """A model kept as published: its rows' ``build_id`` (if it has one) becomes this build's,
+    so that every mart of a snapshot still carries the same build id."""
+    if build_id is None or "build_id" not in _columns(con, table):
+        return
+    con.execute(f"UPDATE {table} SET build_id = ? WHERE build_id IS DISTINCT FROM ?", [build_id, build_id])
 
 
 def store(con: duckdb.DuckDBPyConnection, build_id: str | None, scope: Scope) -> None:
     con.execute("DELETE FROM ops.build_scope")
     con.execute(
-        "INSERT INTO ops.build_scope VALUES (?, ?, ?, ?::DATE[], ?, ?::VARCHAR[], now()::TIMESTAMP)",
-        [build_id, scope.full, scope.reason, list(scope.days), scope.halo_days, sorted(scope.full_tables)],
+        "INSERT INTO ops.build_scope (build_id, full_rebuild, reason, days, halo_days, full_tables, planned_at, tables) "
+        "VALUES (?, ?, ?, ?::DATE[], ?, ?::VARCHAR[], now()::TIMESTAMP, ?::VARCHAR[])",
+        [build_id, scope.full, scope.reason, list(scope.days), scope.halo_days, sorted(scope.full_tables),
+         None if scope.tables is None else sorted(scope.tables)],
     )
 
 
 def current(con: duckdb.DuckDBPyConnection, build_id: str | None) -> Scope:
     """This build's stored plan; planned now (no extra days) if the build has none yet."""
     rows = con.execute(
-        "SELECT full_rebuild, reason, days, halo_days, full_tables FROM ops.build_scope WHERE build_id IS NOT DISTINCT FROM ?",
+        "SELECT full_rebuild, reason, days, halo_days, full_tables, tables FROM ops.build_scope "
+        "WHERE build_id IS NOT DISTINCT FROM ?",
         [build_id],
     ).fetchall()
     if not rows:
         return plan(con, build_id)
-    full, reason, days, halo, tables = rows[0]
-    return Scope(full=full, reason=reason, days=tuple(days or ()), halo_days=halo, full_tables=frozenset(tables or ()))
+    full, reason, days, halo, full_tables, tables = rows[0]
+    return Scope(full=full, reason=reason, days=tuple(days or ()), halo_days=halo, full_tables=frozenset(full_tables or ()),
+                 tables=None if tables is None else frozenset(tables))

@@ -1,36 +1,29 @@
-"""The break-even alert as an asset: after every mart, before publish (see thinktax/alert.py).
+"""The break-even alert (asset ops/alerts): after every mart, before publish (see services/alert.py).
 
-It writes ops.alerts and ops.alert_state in the run's build, so its state is published with the
-warehouse. It never fails the run: any error is logged and the data is published anyway. A
-blocking check upstream skips it, like publish (no alert from data that failed its checks).
+Evaluated by the models step (pipelines/defs/warehouse_assets.py, ``warehouse_models``) once every
+table is built, also on a run that rebuilt nothing. It writes ops.alerts and ops.alert_state in
+the run's build, so its state is published with the warehouse. It never fails the run: any error
+is logged and the data is published anyway. A failed blocking check skips it, like publish (no
+alert from data that failed its checks).
 """
 
 import datetime as dt
 
 import dagster as dg
 
+from pipelines import progress
 from pipelines.defs.resources import ThinktaxResource
-from pipelines.defs.warehouse_assets import ALERTS, INGESTED, QUARANTINE, key_of
-from thinktax import alert, progress
-from warehouse.transform import load_models
-
-
-BREAKEVEN = dg.AssetKey(["marts", "self_host_breakeven"])  # per-model thresholds (pipelines/defs/economics_assets.py)
-OUTLOOK = dg.AssetKey(["marts", "breakeven_outlook"])  # breakeven_ahead warnings
+from services import alert
 
 
 class AlertConfig(dg.Config):
     as_of: str = ""  # YYYY-MM-DD: end the window on this UTC day instead of the latest day with calls
 
 
-@dg.asset(
-    key=ALERTS,
-    deps=[key_of(m.table) for m in load_models()] + [INGESTED, QUARANTINE, BREAKEVEN, OUTLOOK],
-    group_name="publish",
-    kinds={"duckdb"},
-    description="Break-even alert: reasoning API spend per month vs. the cheapest feasible self-hosted "
-                "deployment (or the configured threshold); one webhook POST per crossing; never fails the run.",
-)
+DESCRIPTION = ("Break-even alert: reasoning API spend per month vs. the cheapest feasible self-hosted "
+               "deployment (or the configured threshold); one webhook POST per crossing; never fails the run.")
+
+
 def breakeven_alert(context: dg.AssetExecutionContext, config: AlertConfig, thinktax: ThinktaxResource) -> dg.MaterializeResult:
     progress.report("alert", "break-even")
     try:

@@ -1,6 +1,7 @@
 """Blocking Great Expectations checks, one per staging table (suites: warehouse/expectations.py).
 
-Each check validates the rows this run added to its ``stg.*`` table, in the run's build file. It
+They run inside the ingest step (pipelines/defs/warehouse_assets.py, ``ingest_landing``'s
+check specs), right after the files are ingested. Each check validates the rows this run added to its ``stg.*`` table, in the run's build file. It
 is blocking: a failure stops everything downstream of the table (core, marts, publish), so the
 published warehouse stays as it was and ``thinktax run`` exits non-zero naming the check and
 showing a sample of the offending rows. Every expectation's result (unexpected count, sample
@@ -11,8 +12,6 @@ Great Expectations is imported inside the check, and only when the table has new
 
 import dagster as dg
 
-from pipelines.defs.resources import ThinktaxResource
-from pipelines.defs.warehouse_assets import key_of, staging_tables
 from warehouse.expectations import first_new_file_id, run_started_at, validate_new_rows
 
 CHECK_NAME = "gx_suite"
@@ -38,24 +37,17 @@ def _metadata(res) -> dict:
     }
 
 
-def _gx_check(table: str) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=key_of(table),
-        name=CHECK_NAME,
-        blocking=True,
-        description=f"Great Expectations suite on the rows this run added to {table} (a 200k-row sample above that).",
-    )
-    def _check(context: dg.AssetCheckExecutionContext, thinktax: ThinktaxResource) -> dg.AssetCheckResult:
-        build = thinktax.build(context.run.run_id)
-        with build.connect() as con:
-            first = first_new_file_id(con, build.build_id)
-            now = run_started_at(con, build.build_id)
-            res = validate_new_rows(con, table, first, now=now)
-        if not res.success:
-            context.log.error(f"{table}: {len(res.failed)} expectation(s) failed; sample: {res.sample(5)}")
-        return dg.AssetCheckResult(passed=res.success, metadata=_metadata(res))
-
-    return _check
+def gx_check_results(con, build_id: str, tables: list[str], log) -> list[dg.AssetCheckResult]:  # noqa: ANN001
+    """The ``gx_suite`` check of each staging table, on the rows this build added to it (the
+    build's first new file and start time are looked up once for all tables)."""
+    first = first_new_file_id(con, build_id)
+    now = run_started_at(con, build_id)
+    return [_gx_check_result(con, table, first, now, log) for table in tables]
 
 
-gx_checks = [_gx_check(t) for t in staging_tables()]
+def _gx_check_result(con, table: str, first, now, log) -> dg.AssetCheckResult:  # noqa: ANN001
+    res = validate_new_rows(con, table, first, now=now)
+    if not res.success:
+        log.error(f"{table}: {len(res.failed)} expectation(s) failed; sample: {res.sample(5)}")
+    return dg.AssetCheckResult(asset_key=dg.AssetKey(table.split(".")), check_name=CHECK_NAME,
+                               passed=res.success, metadata=_metadata(res))

@@ -17,7 +17,7 @@ import os
 
 import dagster as dg
 
-from pipelines.defs.warehouse_assets import DAILY
+from pipelines.defs.warehouse_assets import DAILY, ingest_run_config
 
 NIGHTLY_CRON = os.environ.get("THINKTAX_NIGHTLY_CRON", "0 2 * * *")  # 02:00 UTC
 
@@ -54,4 +54,6 @@ def nightly(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipRea
     day = nightly_partition(context.scheduled_execution_time)
     if not DAILY.has_partition_key(day):
         return dg.SkipReason(f"{day} is before the first partition ({DAILY.start.date()})")
-    return dg.RunRequest(run_key=f"nightly-{day}", partition_key=day)
+    # yesterday is the default day, not a request: a night with no new files rebuilds nothing
+    return dg.RunRequest(run_key=f"nightly-{day}", partition_key=day,
+                         run_config=ingest_run_config(rebuild_requested_days=False))

@@ -16,7 +16,6 @@ import dagster as dg
 
 from pipelines.defs.resources import ThinktaxResource
 from pipelines.defs.warehouse_assets import PUBLISHED
-from thinktax.report import default_path, write_report
 
 REPORT = dg.AssetKey(["ops", "report"])
 
@@ -31,6 +30,8 @@ REPORT = dg.AssetKey(["ops", "report"])
                                    description="The report rendered without error (a failure never fails the data run).")],
 )
 def report(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
+    from services.report import default_path, write_report  # noqa: PLC0415 - rendering libraries only in this step
+
     out: Path | None = None
     try:
         warehouse = thinktax.warehouse_file

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from thinktax.config import Config, load_config, resolve_paths
+from services.config import Config, load_config, resolve_paths
 from warehouse.db import Build
 
 

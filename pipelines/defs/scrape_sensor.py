@@ -14,7 +14,7 @@ import os
 import dagster as dg
 
 from pipelines.defs.resources import ThinktaxResource
-from thinktax.scraper import load_targets, scrape_once
+from services.scraper import load_targets, scrape_once
 
 EVERY_S = int(os.environ.get("THINKTAX_SCRAPE_EVERY_S", "30"))
 

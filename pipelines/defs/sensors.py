@@ -22,7 +22,8 @@ import dagster as dg
 
 from pipelines.defs.jobs import thinktax_job
 from pipelines.defs.resources import ThinktaxResource
-from thinktax.alert import post_json
+from pipelines.defs.warehouse_assets import ingest_run_config
+from services.alert import post_json
 from warehouse.ingest import landing_files as list_landing
 
 SETTLE_S = float(os.environ.get("THINKTAX_SENSOR_SETTLE_S", "30"))
@@ -71,6 +72,7 @@ def landing_sensor(context: dg.SensorEvaluationContext, thinktax: ThinktaxResour
         run_requests=[dg.RunRequest(
             run_key=f"landing-{state['fingerprint']}",
             partition_key=run_day(now),
+            run_config=ingest_run_config(rebuild_requested_days=False),  # only what the new files touch
             tags={"thinktax/trigger": "landing", "thinktax/landing_files": str(state["files"])},
         )],
         cursor=json.dumps(state),

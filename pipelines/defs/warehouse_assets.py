@@ -1,18 +1,30 @@
-"""The asset graph: build -> ingest (staging) -> SQL models (core, marts) -> publish.
+"""The asset graph: ingest (staging) -> models (core, marts) -> alert -> publish -> report.
 
 Wiring only: parsing lives in sources/, SQL in sql/, DuckDB handling in warehouse/. Every asset
 writes the run's private build file; `published_warehouse` renames it over the published one
 once every blocking check upstream has passed.
 
+Two steps do the data work, so a run pays Dagster's per-step cost (a process-local step
+start, its events written to the instance's event log) a handful of times, not once per table:
+
+* ``ingest_landing`` starts the build (``ops/settings``), ingests every new landing file into
+  the staging tables, runs the blocking checks on them (Great Expectations, imported only when a
+  table got new rows; the ingest accounting) and plans the rebuild once (warehouse/incremental.py,
+  stored in ops.build_scope).
+* ``warehouse_models`` materialises every SQL model and the two economics marts in dependency
+  order, like dagster-dbt does for a dbt project: one ``multi_asset`` with ``can_subset=True``
+  that yields one materialisation per table (row count, rebuild mode, schema and preview for
+  marts) and runs each table's blocking SQL checks right after the table is built. The UI
+  still shows every table, its lineage, partitions and metadata; selecting a few tables runs
+  only those.
+
 Daily partitions (UTC): every SQL model that reads day-bound staging (telemetry, bills; see
-warehouse/days.py) is partitioned by day. After ingest the run plans its rebuild once
-(warehouse/incremental.py, stored in ops.build_scope): the days it was asked for (`thinktax run
---days`, a schedule tick, a backfill) plus every day touched by the files it ingested (late files
-included), closed over tasks. Incremental models replace the rows of those days from the
-de-duplicated staging tables, the others are recreated whole; a new price sheet, nodes.csv,
-changed settings or changed SQL make the rebuild full. Either way a run for any set of days
-replaces those days (never duplicates them); it records a materialisation for the days it was
-asked for plus every day touched by the files it ingested.
+warehouse/days.py) is partitioned by day. The plan rebuilds only the models whose inputs
+changed: the days the run's new files touch (late files included), the days explicitly asked
+for (`thinktax run --days`, a backfill, the launchpad), closed over tasks; a new price sheet
+rebuilds the days from the earliest price it changes, and only the models that read prices; a
+run with nothing new rebuilds nothing and says so. The run records a materialisation for the
+days it was asked for plus every day touched by the files it ingested.
 """
 
 
@@ -20,18 +32,23 @@ import datetime as dt
 import os
 import re
 import warnings
+from collections.abc import Iterator
 from importlib import resources
 
 import dagster as dg
 
+from pipelines import progress
+from pipelines.defs.alerts import DESCRIPTION as ALERT_DESCRIPTION, AlertConfig, breakeven_alert
+from pipelines.defs.economics_assets import ECONOMICS, result_metadata
+from pipelines.defs.gx_checks import CHECK_NAME as GX_CHECK, gx_check_results
 from pipelines.defs.metadata import table_metadata
 from pipelines.defs.resources import ThinktaxResource
-from thinktax import progress
 from warehouse import comments, incremental
 from warehouse.checks import SqlCheck, load_checks
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 from warehouse.ingest import Ingestor
-from warehouse.transform import SqlModel, build, load_models
+from warehouse.rebuild import rebuild
+from warehouse.transform import load_models
 
 SETTINGS = dg.AssetKey(["ops", "settings"])
 INGESTED = dg.AssetKey(["ops", "ingested_files"])
@@ -63,11 +80,7 @@ def staging_tables() -> list[str]:
 
 def daily_tables() -> set[str]:
     """SQL models that read day-bound staging tables, directly or through other models."""
-    daily = set(DAY_SOURCES)
-    for m in load_models():  # dependency order: upstream models are classified first
-        if m.deps & daily:
-            daily.add(m.table)
-    return daily - set(DAY_SOURCES)
+    return incremental.downstream(load_models(), set(DAY_SOURCES))
 
 
 def requested_days(tags: dict[str, str]) -> list[dt.date]:
@@ -87,13 +100,6 @@ def requested_days(tags: dict[str, str]) -> list[dt.date]:
     return [first + dt.timedelta(days=k) for k in range((last - first).days + 1)]
 
 
-def partition_days(context: dg.AssetExecutionContext) -> set[str]:
-    """The partition keys this run was launched for (none for a plain `thinktax run`)."""
-    if context.has_partition_key_range:
-        return set(context.partition_keys)
-    return set()
-
-
 # Dagster records one event per asset per day (measured here: ~50 ms each on a loaded 2-core
 # machine, so a year of history x 11 daily assets would add minutes). A run whose new files touch
 # more days than this (a bulk import of history) records none of them; `--days` can, on purpose.
@@ -108,119 +114,203 @@ def late_partitions(touched: list[dt.date], requested: set[str]) -> list[str]:
     return days if len(days) <= LATE_DAYS_MAX else []
 
 
-@dg.asset(key=SETTINGS, group_name="ingest", kinds={"duckdb"},
-          description="Starts the run's build (a copy of the published warehouse) and records thinktax.toml as ops.settings.")
-def warehouse_build(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
-    cfg = thinktax.config()
-    build_ = thinktax.build(context.run.run_id)
-    progress.report("prepare", str(build_.path))
-    build_.start(cfg.settings_row())
-    return dg.MaterializeResult(metadata={"build_file": str(build_.path), "config": cfg.source or "defaults"})
+def _check_result(check: SqlCheck, con) -> dg.AssetCheckResult:  # noqa: ANN001
+    bad, sample = check.run(con)
+    return dg.AssetCheckResult(
+        asset_key=key_of(check.asset), check_name=check.name, passed=bad == 0,
+        metadata={"offending_rows": bad, "sample": dg.MetadataValue.json([{k: str(v) for k, v in r.items()} for r in sample])},
+    )
+
+
+class IngestConfig(dg.Config):
+    """Run options of the plan (set by `thinktax run`, the schedule, the sensor or the launchpad)."""
+
+    full_rebuild: bool = False  # rebuild every model whole (`thinktax run --full-rebuild`)
+    # Rebuild the run's partitions even when no new file touches them (`--days`, a backfill). The
+    # nightly schedule, the landing sensor and a plain `thinktax run` set it false: their day is
+    # the default, not a request, and a run with nothing new rebuilds nothing.
+    rebuild_requested_days: bool = True
+
+
+def ingest_run_config(*, full_rebuild: bool = False, rebuild_requested_days: bool = True) -> dict:
+    """The run config of the ingest step (merged into the job's run config by callers)."""
+    return {"ops": {"ingest_landing": {"config": {
+        "full_rebuild": full_rebuild, "rebuild_requested_days": rebuild_requested_days}}}}
+
+
+_UNLANDED_CONFIGS = """
+    SELECT m.model, m.config_json FROM stg.models m
+    WHERE m.file_id = (SELECT max(file_id) FROM stg.models) AND m.config_json IS NOT NULL
+      AND m.config_json NOT IN (SELECT path FROM stg.model_configs)
+    ORDER BY m.model
+"""
+
+INGEST_KEYS = [SETTINGS, *(key_of(t) for t in staging_tables()), INGESTED, QUARANTINE]
+INGEST_CHECKS = [c for c in load_checks() if key_of(c.asset) in INGEST_KEYS]
 
 
 @dg.multi_asset(
-    specs=[dg.AssetSpec(key_of(t), deps=[SETTINGS], group_name="ingest", kinds={"duckdb"}) for t in staging_tables()]
+    specs=[dg.AssetSpec(SETTINGS, group_name="ingest", kinds={"duckdb"},
+                        description="Starts the run's build (a copy of the published warehouse) and records thinktax.toml as ops.settings.")]
+    + [dg.AssetSpec(key_of(t), deps=[SETTINGS], group_name="ingest", kinds={"duckdb"}) for t in staging_tables()]
     + [dg.AssetSpec(INGESTED, deps=[SETTINGS], group_name="ingest", kinds={"duckdb"},
                     description="One row per landed file: rows in = loaded + duplicate + quarantined."),
        dg.AssetSpec(QUARANTINE, deps=[SETTINGS], group_name="ingest", kinds={"duckdb"},
                     description="One row per rejected record, with file, line, field and reason.")],
+    check_specs=[dg.AssetCheckSpec(GX_CHECK, asset=key_of(t), blocking=True,
+                                   description=f"Great Expectations suite on the rows this run added to {t} (a 200k-row sample above that).")
+                 for t in staging_tables()]
+    + [dg.AssetCheckSpec(c.name, asset=key_of(c.asset), blocking=True, description=c.description) for c in INGEST_CHECKS],
     name="ingest_landing",
 )
-def ingest_landing(context: dg.AssetExecutionContext, thinktax: ThinktaxResource):
-    """Ingest every new landing file (by content hash) into the staging tables."""
+def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thinktax: ThinktaxResource) -> Iterator:
+    """Start the build, ingest every new landing file (by content hash), check the new rows, plan the rebuild."""
+    cfg = thinktax.config()
     build_ = thinktax.build(context.run.run_id)
-    from pathlib import Path
-
+    progress.report("prepare", str(build_.path))
+    build_.start(cfg.settings_row())
+    yield dg.MaterializeResult(asset_key=SETTINGS, metadata={"build_file": str(build_.path), "config": cfg.source or "defaults"})
     with build_.connect() as con:
         summary = Ingestor(con, thinktax.landing_dir).ingest(progress=lambda f: progress.report("ingest", f))
         touched = record_new_file_days(con, build_.build_id)
         tags = dict(context.run.tags)
-        scope = incremental.plan(con, build_.build_id, extra_days=requested_days(tags),
-                                 full=tags.get(incremental.FULL_REBUILD_TAG, "").lower() in ("1", "true", "yes"))
-    new = summary.new_files
-    for f in new:
-        if f.status == "unreadable":
-            context.log.warning(f"{f.file}: unreadable, quarantined: {f.message}")
-    totals = {k: summary.total(k) for k in ("rows_in", "rows_loaded", "rows_duplicate", "rows_quarantined")}
-    context.log.info(f"ingested {len(new)} new file(s) of {len(summary.files)}: {totals}")
-    context.log.info("rebuild: " + ("full (" + scope.reason + ")" if scope.full
-                                    else f"incremental, {len(scope.days)} day(s)" + (f" {scope.days[0]}..{scope.days[-1]}" if scope.days else "")))
-    days = {"days_touched": len(touched), "rebuild": "full" if scope.full else "incremental",
-            "rebuild_reason": scope.reason, "days_rebuilt": len(scope.days),
-            "first_day_touched": str(touched[0]) if touched else "", "last_day_touched": str(touched[-1]) if touched else ""}
-    for spec_key in [key_of(t) for t in staging_tables()] + [INGESTED, QUARANTINE]:
-        yield dg.MaterializeResult(
-            asset_key=spec_key,
-            metadata={"new_files": len(new), **totals, **days} if spec_key == INGESTED else {},
-        )
+        scope = incremental.plan(con, build_.build_id, full=config.full_rebuild,
+                                 extra_days=requested_days(tags) if config.rebuild_requested_days else [])
+        new = summary.new_files
+        for f in new:
+            if f.status == "unreadable":
+                context.log.warning(f"{f.file}: unreadable, quarantined: {f.message}")
+        # a config_json in the models.csv in force that names no landed file: said, never silently ignored
+        unlanded = con.execute(_UNLANDED_CONFIGS).fetchall()
+        for model, path in unlanded:
+            context.log.warning(f"catalog/models.csv: model {model}: config_json {path!r} names no landed file "
+                                f"(expected catalog/{path}); it is sized from models.csv's own columns, if any")
+        totals = {k: summary.total(k) for k in ("rows_in", "rows_loaded", "rows_duplicate", "rows_quarantined")}
+        context.log.info(f"ingested {len(new)} new file(s) of {len(summary.files)}: {totals}")
+        context.log.info(scope.summary())
+        days = {"days_touched": len(touched), "rebuild": "full" if scope.full else "incremental",
+                "rebuild_reason": scope.reason, "days_rebuilt": len(scope.days),
+                "tables_rebuilt": "all" if scope.tables is None else len(scope.tables),
+                "first_day_touched": str(touched[0]) if touched else "", "last_day_touched": str(touched[-1]) if touched else ""}
+        for t in staging_tables():
+            yield dg.MaterializeResult(asset_key=key_of(t))
+        yield dg.MaterializeResult(asset_key=INGESTED, metadata={
+            "new_files": len(new), **totals, **days,
+            "config_json_not_landed": dg.MetadataValue.json([{"model": m, "config_json": p} for m, p in unlanded])})
+        yield dg.MaterializeResult(asset_key=QUARANTINE)
+        yield from gx_check_results(con, build_.build_id, staging_tables(), context.log)
+        for check in INGEST_CHECKS:
+            yield _check_result(check, con)
 
 
-def _sql_asset(model: SqlModel, daily: bool) -> dg.AssetsDefinition:
-    @dg.asset(
-        key=key_of(model.table),
-        deps=[key_of(d) for d in sorted(model.deps)],
-        group_name=model.schema,
-        kinds={"duckdb", "sql"},
-        description=model.description,
-        partitions_def=DAILY if daily else None,
-        backfill_policy=SINGLE_RUN if daily else None,
-    )
-    def _asset(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
-        progress.report("build", model.table)
-        build_ = thinktax.build(context.run.run_id)
-        with build_.connect() as con:
-            scope = incremental.current(con, build_.build_id)
-            rows = build(con, model, scope)
-            touched = run_days(con, build_.build_id) if daily else []
-            # marts show their schema (with column docs) and a preview of their head in the UI
-            meta = table_metadata(con, model.table, rows=rows) if model.schema == "marts" else {"dagster/row_count": rows}
-            meta["rebuild"] = "full" if scope.is_full(model.table) or model.incremental is None else \
-                f"incremental: {len(scope.model_days(model.halo))} day(s) replaced"
-        # The days that late files touched were replaced too (whole table or those days): say so.
-        late = late_partitions(touched, partition_days(context))
-        for day in late:
-            context.log_event(dg.AssetMaterialization(
-                asset_key=context.asset_key, partition=day,
-                metadata={"reason": "day touched by a file ingested in this run", "dagster/row_count": rows}))
-        if touched:
-            meta |= {"days_touched_by_new_files": len(touched), "late_days_recorded": len(late)}
-        return dg.MaterializeResult(metadata=meta)
-
-    return _asset
+# -- the models: one step for every SQL model and the economics marts ------------------------
+MODELS = load_models()
+DAILY_TABLES = daily_tables()
+MODEL_CHECKS = [c for c in load_checks() if c not in INGEST_CHECKS]
+MODEL_KEYS = [key_of(m.table) for m in MODELS] + [e.key for e in ECONOMICS]  # the tables of the models step
 
 
-def _sql_check(check: SqlCheck) -> dg.AssetChecksDefinition:
-    @dg.asset_check(asset=key_of(check.asset), name=check.name, blocking=True, description=check.description)
-    def _check(context: dg.AssetCheckExecutionContext, thinktax: ThinktaxResource) -> dg.AssetCheckResult:
-        with thinktax.build(context.run.run_id).connect() as con:
-            bad, sample = check.run(con)
-        return dg.AssetCheckResult(
-            passed=bad == 0,
-            metadata={"offending_rows": bad, "sample": dg.MetadataValue.json([{k: str(v) for k, v in r.items()} for r in sample])},
-        )
-
-    return _check
+def _model_specs() -> list[dg.AssetSpec]:
+    specs = [dg.AssetSpec(key_of(m.table), deps=[key_of(d) for d in sorted(m.deps)], group_name=m.schema,
+                          kinds={"duckdb", "sql"}, description=m.description, skippable=True,
+                          partitions_def=DAILY if m.table in DAILY_TABLES else None)
+             for m in MODELS]
+    specs += [dg.AssetSpec(e.key, deps=[key_of(d) for d in sorted(e.deps)], group_name="marts",
+                           kinds={"duckdb", "python"}, description=e.description, skippable=True)
+              for e in ECONOMICS]
+    specs += [
+        dg.AssetSpec(ALERTS, deps=[*MODEL_KEYS, INGESTED, QUARANTINE], group_name="publish", kinds={"duckdb"},
+                     description=ALERT_DESCRIPTION, skippable=True),
+        # every staging table too: a failing blocking check on one that no SQL model reads must still stop the publish
+        dg.AssetSpec(PUBLISHED, deps=MODEL_KEYS + [key_of(t) for t in staging_tables()] + [INGESTED, QUARANTINE, ALERTS],
+                     group_name="publish", kinds={"duckdb"}, skippable=True,
+                     description="Atomically replaces the published warehouse with this run's build (after every blocking check passed)."),
+    ]
+    return specs
 
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", dg.BetaWarning)  # backfill_policy
-    sql_assets = [_sql_asset(m, m.table in daily_tables()) for m in load_models()]
-sql_checks = [_sql_check(c) for c in load_checks()]
+
+    @dg.multi_asset(
+        specs=_model_specs(),
+        check_specs=[dg.AssetCheckSpec(c.name, asset=key_of(c.asset), blocking=True, description=c.description)
+                     for c in MODEL_CHECKS],
+        can_subset=True,
+        name="warehouse_models",
+        backfill_policy=SINGLE_RUN,
+    )
+    def warehouse_models(context: dg.AssetExecutionContext, config: AlertConfig, thinktax: ThinktaxResource) -> Iterator:
+        """Rebuild the selected models in dependency order by the run's plan, each table's checks
+        right after it; then the alert and the publish, unless a blocking check failed."""
+        selected = context.selected_asset_keys
+        checks = context.selected_asset_check_keys
+        build_ = thinktax.build(context.run.run_id)
+        requested = {d.isoformat() for d in requested_days(dict(context.run.tags))}
+        failed: set[str] = set()  # tables whose blocking check failed: nothing downstream is built
+        with build_.connect() as con:
+            scope = incremental.current(con, build_.build_id)
+            touched = run_days(con, build_.build_id)
+            late = late_partitions(touched, requested)
+            kept = 0
+            for m in MODELS:
+                if key_of(m.table) not in selected:
+                    continue
+                if m.deps & failed:
+                    failed.add(m.table)
+                    context.log.warning(f"{m.table}: not built, an input failed a blocking check")
+                    continue
+                progress.report("build", m.table)
+                done = rebuild(con, m, scope, build_.build_id)
+                kept += done.mode == "kept"
+                # marts show their schema (with column docs) and a preview of their head in the UI
+                meta = (table_metadata(con, m.table, rows=done.rows) if m.schema == "marts"
+                        else {"dagster/row_count": done.rows})
+                meta["rebuild"] = done.describe()
+                daily = m.table in DAILY_TABLES
+                if daily and touched and done.mode != "kept":
+                    # the days that late files touched were replaced too (whole table or those days): say so
+                    for day in late:
+                        context.log_event(dg.AssetMaterialization(
+                            asset_key=key_of(m.table), partition=day,
+                            metadata={"reason": "day touched by a file ingested in this run", "dagster/row_count": done.rows}))
+                    meta |= {"days_touched_by_new_files": len(touched), "late_days_recorded": len(late)}
+                yield dg.MaterializeResult(asset_key=key_of(m.table), metadata=meta)
+                for c in MODEL_CHECKS:
+                    if c.asset == m.table and dg.AssetCheckKey(key_of(c.asset), c.name) in checks:
+                        res = _check_result(c, con)
+                        if not res.passed:
+                            failed.add(m.table)
+                        yield res
+            # an economics mart is rebuilt when a model it reads was, a staging table it reads got
+            # rows in this run (catalog files such as substitutions.csv), or an economics mart it reads was
+            changed = set(scope.tables or ()) | incremental.tables_with_new_rows(con, build_.build_id)
+            for e in ECONOMICS:
+                if e.key not in selected:
+                    continue
+                if e.deps & failed:
+                    continue
+                if scope.full or scope.tables is None or e.deps & changed:
+                    changed.add(e.table)
+                    progress.report("build", e.table)
+                    yield dg.MaterializeResult(asset_key=e.key, metadata=result_metadata(context, e.builder(con)))
+                else:
+                    kept += 1
+                    (rows,) = con.execute(f"SELECT count(*) FROM {e.table}").fetchall()[0]
+                    yield dg.MaterializeResult(asset_key=e.key, metadata={
+                        "dagster/row_count": rows, "rebuild": "kept: nothing it reads changed"})
+        if kept and kept == len(selected & set(MODEL_KEYS)):
+            context.log.info("rebuild: nothing (no new rows, no requested days): every table kept as published")
+        if failed:
+            return  # Dagster fails the step on the failed blocking check; nothing is alerted or published
+        if ALERTS in selected:
+            yield dg.MaterializeResult(asset_key=ALERTS, metadata=breakeven_alert(context, config, thinktax).metadata)
+        if PUBLISHED in selected:
+            yield dg.MaterializeResult(asset_key=PUBLISHED, metadata=_publish(build_, thinktax))
 
 
-@dg.asset(
-    key=PUBLISHED,
-    # every staging table too: a failing blocking check on one that no SQL model reads must still stop the publish
-    deps=[key_of(m.table) for m in load_models()] + [key_of(t) for t in staging_tables()]
-    + [INGESTED, QUARANTINE, ALERTS, dg.AssetKey(["marts", "gpu_sizing"]), dg.AssetKey(["marts", "self_host_breakeven"]),
-       *[dg.AssetKey(["marts", t]) for t in ("spend_forecast", "deployment_offers", "peak_capacity",
-                                              "substitution_breakeven", "breakeven_outlook")]],
-    group_name="publish",
-    kinds={"duckdb"},
-    description="Atomically replaces the published warehouse with this run's build (after every blocking check passed).",
-)
-def published_warehouse(context: dg.AssetExecutionContext, thinktax: ThinktaxResource) -> dg.MaterializeResult:
-    build_ = thinktax.build(context.run.run_id)
+def _publish(build_, thinktax: ThinktaxResource) -> dict:  # noqa: ANN001
+    """Column docs into the build, then rename it over the published warehouse."""
     progress.report("publish", str(thinktax.warehouse_file))
     with build_.connect() as con:
         comments.apply(con)  # column docs (COMMENT ON) for BI tools; every CREATE OR REPLACE dropped them
@@ -229,4 +319,4 @@ def published_warehouse(context: dg.AssetExecutionContext, thinktax: ThinktaxRes
             [build_.build_id],
         ).fetchall()[0][0]
     path = build_.publish(files_new=new_files, landing=str(thinktax.landing_dir))
-    return dg.MaterializeResult(metadata={"path": str(path), "bytes": path.stat().st_size, "build_id": build_.build_id})
+    return {"path": str(path), "bytes": path.stat().st_size, "build_id": build_.build_id}

@@ -22,15 +22,23 @@ def test_run_publishes_and_sql_reads(mini_landing: Path, tmp_path: Path, capsys)
                  "--warehouse", str(wh), "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got == [{"tier": "fast", "calls": 2}, {"tier": "full", "calls": 1}, {"tier": "medium", "calls": 2}]
-    # a second run with nothing new ingests nothing: 2 + 1 price rows, 1 node, 5 calls = 9 rows in
-    assert main(["run", "--landing", str(mini_landing), "--warehouse", str(wh), "--quiet"]) == 0
+    # a second run with nothing new ingests nothing: 2 + 1 price rows, 1 node, 5 calls = 9 rows in;
+    # it rebuilds no table and says so in one line
+    assert main(["run", "--landing", str(mini_landing), "--warehouse", str(wh)]) == 0
+    assert "rebuild: nothing (no new rows, no requested days)\n" in capsys.readouterr().out
     assert main(["sql", "SELECT sum(rows_in) FROM ops.ingested_files", "--warehouse", str(wh), "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "9"
     assert main(["sql", "SELECT files_new FROM ops.runs ORDER BY started_at", "--warehouse", str(wh), "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines()[1:] == ["4", "0"]
     # a third run, for one day that has calls: that day (and the days of its tasks) is replaced
     assert main(["run", "--landing", str(mini_landing), "--warehouse", str(wh), "--days", "2026-07-01:2026-07-01"]) == 0
-    assert "rebuild: incremental, 1 day(s) replaced (2026-07-01)" in capsys.readouterr().out
+    # the tables rebuilt: every model downstream of the day-bound staging tables
+    from warehouse.days import DAY_SOURCES
+    from warehouse.incremental import downstream
+    from warehouse.transform import load_models
+
+    tables = len(downstream(load_models(), set(DAY_SOURCES)))
+    assert f"rebuild: incremental, {tables} table(s), 1 day(s) replaced (2026-07-01)" in capsys.readouterr().out
 
 
 def test_sql_errors_are_clear(tmp_path: Path, capsys):
@@ -54,7 +62,7 @@ def test_failed_check_leaves_published_warehouse_untouched(mini_landing: Path, t
             con.execute("UPDATE core.self_hosted_allocation SET allocated_micro_usd = allocated_micro_usd + 1")
         return rows
 
-    monkeypatch.setattr("pipelines.defs.warehouse_assets.build", broken)
+    monkeypatch.setattr("warehouse.rebuild.build", broken)  # what the models step calls per table
     write_files(mini_landing, {"telemetry/requests/more.jsonl":
         '{"ts":"2026-06-30T12:00:00Z","request_id":"r9","model":"qwen3-32b","node_id":"n1","usage":{"prompt_tokens":10,"completion_tokens":10}}\n'})
     assert main(["run", "--landing", str(mini_landing), "--warehouse", str(wh)]) == 1

@@ -28,7 +28,7 @@ def test_days_parse_and_map_to_partitions():
 
 def test_as_of_is_valid_run_config_for_the_alert_step():
     job = defs.resolve_job_def("thinktax")
-    assert dg.validate_run_config(job, job_run_config(dt.date(2025, 4, 30)))["ops"]["ops__alerts"]["config"] == {
+    assert dg.validate_run_config(job, job_run_config(dt.date(2025, 4, 30)))["ops"]["warehouse_models"]["config"] == {
         "as_of": "2025-04-30"}
     dg.validate_run_config(job, job_run_config(None))
 

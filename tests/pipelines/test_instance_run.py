@@ -18,7 +18,7 @@ from pipelines.definitions import defs
 from pipelines.defs.resources import ThinktaxResource
 from pipelines.defs.sensors import notify_run_failure
 from tests.nightly_helpers import Receiver, alert_landing, config_file, write
-from thinktax.runner import dagster_home, run_pipeline
+from thinktax.runner import RunOptions, dagster_home, run_pipeline
 
 APR = [dt.date(2025, 4, d).isoformat() for d in range(1, 31)]
 DAILY_SPEND = dg.AssetKey(["marts", "daily_spend"])
@@ -44,7 +44,7 @@ def test_partition_runs_replace_days_and_record_late_ones(tmp_path: Path):
     wh = tmp_path / "wh" / "t.duckdb"
 
     # 1. one partition, as the nightly schedule would launch it
-    first = run_pipeline(landing, wh, None, days=(dt.date(2025, 4, 3), dt.date(2025, 4, 3)))
+    first = run_pipeline(landing, wh, None, RunOptions(days=(dt.date(2025, 4, 3), dt.date(2025, 4, 3))))
     assert first.success, first.error
     with dg.DagsterInstance.get() as instance:
         assert Path(instance.root_directory) == tmp_path / "dagster_home"
@@ -64,7 +64,7 @@ def test_partition_runs_replace_days_and_record_late_ones(tmp_path: Path):
     april = (landing / "telemetry/requests/2025-04.jsonl").read_text().splitlines(keepends=True)
     write(landing, "telemetry/requests/april-again.jsonl", "".join(reversed(april)))  # same calls, other bytes
     write(landing, "telemetry/requests/late.jsonl", LATE)
-    second = run_pipeline(landing, wh, None, days=(dt.date(2025, 4, 1), dt.date(2025, 4, 10)))
+    second = run_pipeline(landing, wh, None, RunOptions(days=(dt.date(2025, 4, 1), dt.date(2025, 4, 10))))
     assert second.success, second.error
     with dg.DagsterInstance.get() as instance:
         run = instance.get_run_by_id(second.run_id)
@@ -97,7 +97,7 @@ def test_failed_check_is_not_retried_and_notifies_once(tmp_path: Path, monkeypat
             con.execute("UPDATE core.call_costs SET thinking_tokens = -1 WHERE request_id = 'o3-2025-04-01'")
         return rows
 
-    monkeypatch.setattr("pipelines.defs.warehouse_assets.build", broken)
+    monkeypatch.setattr("warehouse.rebuild.build", broken)  # what the models step calls per table
     monkeypatch.setenv("THINKTAX_LANDING", str(landing))
     monkeypatch.setenv("THINKTAX_WAREHOUSE", str(wh))
     dagster_home()  # the temporary DAGSTER_HOME, with thinktax's dagster.yaml (run retries)

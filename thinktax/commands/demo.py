@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from thinktax.config import resolve_paths
+from services.config import resolve_paths
 
 NAME = "demo"
 HELP = "Write the deterministic demo landing folder (~250k calls over 55 days), run the pipeline on it and print a summary."

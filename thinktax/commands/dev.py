@@ -77,7 +77,7 @@ def stop_group(leader: subprocess.Popen, grace: float) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from thinktax.config import ConfigError, load_config, resolve_paths  # noqa: PLC0415
+    from services.config import ConfigError, load_config, resolve_paths  # noqa: PLC0415
     from thinktax.runner import dagster_home, export_paths  # noqa: PLC0415
 
     landing, warehouse = resolve_paths(args.landing, args.warehouse)

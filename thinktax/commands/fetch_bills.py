@@ -40,8 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from thinktax import billing_api as api  # noqa: PLC0415
-    from thinktax.config import resolve_paths  # noqa: PLC0415
+    from services import billing_api as api  # noqa: PLC0415
+    from services.config import resolve_paths  # noqa: PLC0415
 
     today = dt.datetime.now(dt.timezone.utc).date()
     until = args.until or today - dt.timedelta(days=1)

@@ -7,7 +7,7 @@ import sys
 
 import duckdb
 
-from thinktax.config import resolve_paths
+from services.config import resolve_paths
 
 NAME = "report"
 HELP = "Write the self-contained HTML report (charts, works offline) of the published warehouse."
@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from thinktax.report import screenshot, write_report  # noqa: PLC0415
+    from services.report import screenshot, write_report  # noqa: PLC0415
 
     _, warehouse = resolve_paths(None, args.warehouse)
     try:

@@ -6,7 +6,7 @@ import argparse
 import datetime as dt
 import sys
 
-from thinktax.config import ConfigError, load_config, resolve_paths
+from services.config import ConfigError, load_config, resolve_paths
 
 NAME = "run"
 HELP = "Ingest every new file under the landing folder, rebuild the marts, run the checks and publish the warehouse."
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if not landing.is_dir():
         print(f"thinktax: landing folder {landing} does not exist", file=sys.stderr)
         return 2
-    from thinktax.runner import RunOptions, parse_days, partition_args, run_options  # noqa: PLC0415
+    from thinktax.runner import RunOptions, parse_days, partition_args  # noqa: PLC0415
 
     try:
         days = parse_days(args.days) if getattr(args, "days", None) else None
@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"thinktax: --as-of: expected a day as YYYY-MM-DD, got {args.as_of!r}", file=sys.stderr)
         return 2
-    with run_options(RunOptions(days=days, as_of=as_of, full_rebuild=getattr(args, "full_rebuild", False))):
-        outcome = run_with_progress(landing, warehouse, args.config, quiet=args.quiet)
+    options = RunOptions(days=days, as_of=as_of, full_rebuild=getattr(args, "full_rebuild", False))
+    outcome = run_with_progress(landing, warehouse, args.config, quiet=args.quiet, options=options)
     if not outcome.success:
         return 1
     if not args.quiet:

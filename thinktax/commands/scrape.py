@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from thinktax.scraper import load_targets, parse_duration, run_scrapes  # noqa: PLC0415 (cheap CLI start)
+    from services.scraper import load_targets, parse_duration, run_scrapes  # noqa: PLC0415 (cheap CLI start)
 
     try:
         targets = load_targets(args.targets)

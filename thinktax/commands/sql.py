@@ -9,7 +9,7 @@ import sys
 
 import duckdb
 
-from thinktax.config import resolve_paths
+from services.config import resolve_paths
 from warehouse.db import read_only
 
 NAME = "sql"
@@ -45,13 +45,9 @@ def run(args: argparse.Namespace) -> int:
         json.dump([dict(zip(cols, r)) for r in rows], sys.stdout, default=str, indent=1)
         print()
     else:
-        from rich.console import Console  # noqa: PLC0415
-        from rich.table import Table  # noqa: PLC0415
+        from thinktax.console import print_rows  # noqa: PLC0415
 
-        t = Table(*cols)
-        for r in rows[: args.max_rows]:
-            t.add_row(*("NULL" if v is None else str(v) for v in r))
-        Console().print(t)
+        print_rows(cols, rows[: args.max_rows])
         if len(rows) > args.max_rows:
             print(f"({len(rows) - args.max_rows} more rows; use --format csv for all)")
     return 0

@@ -52,7 +52,7 @@ from typing import Protocol
 
 import duckdb
 
-from thinktax.config import Config
+from services.config import Config
 
 ALERT = "breakeven"
 ALL_MODELS = "*"
