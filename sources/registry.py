@@ -13,10 +13,10 @@ __all__ = ["SourceSpec", "all_specs", "folders"]  # SourceSpec is defined in sou
 
 
 def all_specs() -> list[SourceSpec]:
-    from sources import catalog, fx, prices_llm, requests  # noqa: PLC0415  (import on use: cheap CLI start)
+    from sources import catalog, fx, prices_llm, requests, requests_batch  # noqa: PLC0415  (import on use: cheap CLI start)
 
     specs: list[SourceSpec] = []
-    for module in (fx, prices_llm, requests, catalog):
+    for module in (fx, prices_llm, requests_batch, requests, catalog):  # batch files before plain JSONL
         specs.extend(module.SPECS)
     for optional in ("prices_gpu", "bills_openai", "bills_anthropic", "bills_focus", "prometheus",
                      "litellm_spendlogs", "otel"):

@@ -436,10 +436,8 @@ def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False) -> 
     return good, rejects
 
 
-from sources import requests_batch  # noqa: E402  (uses run_lines above)
-
-# Batch result files first: they are JSONL with "usage" too, told apart by content.
+# Batch result files (sources/requests_batch.py) are JSONL with "usage" too, told apart by content:
+# sources/registry.py lists their specs before this one.
 SPECS = [
-    *requests_batch.SPECS,
     SourceSpec("telemetry/requests", "requests_jsonl", sniff, parse, key=("request_id",)),
 ]

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sources.base import ParseContext, Parsed, Reject, date_in_name, head_text
-from sources.registry import SourceSpec
+from sources.base import SourceSpec
 
 _OPENAI = """
 SELECT line, raw,
@@ -73,7 +73,7 @@ WHERE NOT regexp_full_match(raw, '[ \t\r]*')
 
 
 def _parse(sql: str, fmt: str, data: bytes, name: str, ctx: ParseContext, params: dict | None = None) -> Parsed:
-    from sources import requests  # noqa: PLC0415  (requests imports this module)
+    from sources import requests  # noqa: PLC0415  (import on use, as the registry does)
 
     con = duckdb.connect()
     try:

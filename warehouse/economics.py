@@ -366,13 +366,52 @@ def build_gpu_sizing(con: duckdb.DuckDBPyConnection) -> Built:
     return _finish(built)
 
 
+def hosts(gpus_per_node: int | None, gpus: int) -> bool:
+    """Can an instance of ``gpus_per_node`` GPUs host a tensor-parallel deployment of ``gpus``? One
+    instance holds it whole, or it spans whole 8-GPU-or-larger nodes (NVLink inside, a fast fabric
+    between); an unknown node size is taken to fit."""
+    return gpus_per_node is None or gpus_per_node >= gpus or (gpus_per_node >= 8 and gpus % gpus_per_node == 0)
+
+
+def offers(con: duckdb.DuckDBPyConnection, cands: list[Candidate], hours: Decimal,
+           build_id: str | None) -> tuple[list[dict[str, Any]], dict[str, tuple[Decimal, str, str]]]:
+    """Offer rows, and per deployment ``(usd_per_gpu_hour, source, offer)`` as the break-even takes it."""
+    sheet = _records(con, "SELECT provider, gpu_type, gpus_per_node, pricing, region, instance_type, usd_per_gpu_hour "
+                          "FROM core.gpu_price_versions WHERE effective_to IS NULL")
+    rows: list[dict[str, Any]] = []
+    used: dict[str, tuple[Decimal, str, str]] = {}
+    for c in cands:
+        d = c.setup
+        mine = [r for r in sheet if _gpu_key(r["gpu_type"]) == d.gpu.name and hosts(r["gpus_per_node"], d.gpus)]
+        mine.sort(key=lambda r: (r["usd_per_gpu_hour"], r["provider"], r["region"] or "", r["instance_type"] or "", r["pricing"]))
+        eligible = [r for r in mine if r["pricing"] == "on_demand" and (not c.provider or r["provider"] == c.provider)]
+        chosen = eligible[0] if eligible and c.usd_per_gpu_hour is None else None
+        if c.usd_per_gpu_hour is not None:
+            used[c.deployment] = (Decimal(c.usd_per_gpu_hour), "deployment", None)
+        elif chosen is not None:
+            used[c.deployment] = (chosen["usd_per_gpu_hour"], "gpu_price_sheet",
+                                  offer_label(chosen["provider"], chosen["region"], chosen["instance_type"], chosen["pricing"]))
+        for rank, r in enumerate(mine, start=1):
+            per_node = r["gpus_per_node"]
+            rows.append({
+                "deployment": c.deployment, "model": c.model_key, "gpu_type": d.gpu.name, "gpus": d.gpus,
+                "provider": r["provider"], "region": r["region"], "instance_type": r["instance_type"],
+                "pricing": r["pricing"], "gpus_per_node": per_node,
+                "nodes_needed": math.ceil(d.gpus / per_node) if per_node else None,
+                "offer": offer_label(r["provider"], r["region"], r["instance_type"], r["pricing"]),
+                "usd_per_gpu_hour": quantize_usd(r["usd_per_gpu_hour"]),
+                "self_host_usd_per_month": quantize_usd(self_host_usd_per_month(d.gpus, r["usd_per_gpu_hour"], hours)),
+                "rank": rank, "same_provider": not c.provider or r["provider"] == c.provider,
+                "is_used": r is chosen, "build_id": build_id,
+            })
+    return rows, used
+
+
 def build_self_host_breakeven(con: duckdb.DuckDBPyConnection) -> Built:
     """(Re)create ``marts.self_host_breakeven``; returns its row count and what was left out."""
     built = Built(SELF_HOST_BREAKEVEN)
     hours, build_id = _settings(con)
     cands = candidates(con, built.skipped)
-    from warehouse.outlook import offers  # noqa: PLC0415 - outlook imports this module
-
     # the offer each deployment takes (marts.deployment_offers: an instance that holds its GPUs),
     # else the cheapest on-demand price of its provider and GPU
     _, used = offers(con, cands, hours, build_id)
