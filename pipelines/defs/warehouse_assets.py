@@ -283,14 +283,15 @@ with warnings.catch_warnings():
                             failed.add(m.table)
                         yield res
             # an economics mart is rebuilt when a model it reads was, a staging table it reads got
-            # rows in this run (catalog files such as substitutions.csv), or an economics mart it reads was
+            # rows in this run (catalog files such as substitutions.csv), or an economics mart it reads was;
+            # and always when the table does not exist yet (a mart added since the published build)
             changed = set(scope.tables or ()) | incremental.tables_with_new_rows(con, build_.build_id)
             for e in ECONOMICS:
                 if e.key not in selected:
                     continue
                 if e.deps & failed:
                     continue
-                if scope.full or scope.tables is None or e.deps & changed:
+                if scope.full or scope.tables is None or e.deps & changed or not incremental.has_table(con, e.table):
                     changed.add(e.table)
                     progress.report("build", e.table)
                     yield dg.MaterializeResult(asset_key=e.key, metadata=result_metadata(context, e.builder(con)))
