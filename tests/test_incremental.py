@@ -181,7 +181,9 @@ def test_new_price_sheet_or_changed_sql_rebuild_whole(generated, tmp_path: Path,
     i = next(k for k, m in enumerate(models) if m.table == "core.self_hosted_allocation")
     models[i] = transform.SqlModel(models[i].schema, models[i].name, models[i].sql + "\n-- changed\n", models[i].deps,
                                    models[i].incremental, models[i].halo)
-    monkeypatch.setattr(transform, "load_models", lambda: tuple(models))
+    import warehouse.sqlmodel as sqlmodel
+
+    monkeypatch.setattr(sqlmodel, "load_models", lambda engine="duckdb": tuple(models))  # what the plan reads
     b = Build(wh, "three")
     b.start(Config().settings_row())
     with b.connect() as con:

@@ -2,7 +2,7 @@
 
 A nightly run adds a day or two of telemetry to months of history. Rebuilding every per-call
 table from all of staging makes the night grow with history; instead the SQL models marked
-``-- incremental: day`` (or ``month``) replace only the rows of the days the run's new files
+``-- @kind: incremental_by_day`` (or ``_by_month``; warehouse/sqlmodel.py) replace only the rows of the days the run's new files
 touched, and every other model is small enough to rebuild whole.
 
 The plan (``plan``) is made once per build, after ingest, and stored in ``ops.build_scope`` so
@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from warehouse import sqlmodel
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 
 FULL_ENV = "THINKTAX_FULL_REBUILD"
@@ -243,9 +244,7 @@ def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: li
          full: bool = False) -> Scope:
     """Decide this build's scope and store it in ops.build_scope (replacing an earlier plan).
     ``full`` (or the environment variable THINKTAX_FULL_REBUILD) asks for a full rebuild."""
-    from warehouse.transform import load_models  # noqa: PLC0415 - transform imports this module
-
-    models = load_models()
+    models = sqlmodel.load_models()
     reason = "a full rebuild was asked for" if full else ""
     if not reason and os.environ.get(FULL_ENV, "").strip() not in ("", "0", "false", "no"):
         reason = f"{FULL_ENV} is set"
@@ -262,7 +261,8 @@ def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: li
     if not reason:
         days |= set(extra_days or ())
         days |= _gap_days(con)
-        days = _closed_days(con, days)
+        if any(m.closure == "task_id" for m in models):
+            days = _closed_days(con, days)
     scope = Scope(full=bool(reason), reason=reason or "incremental", days=tuple(sorted(days)),
                   halo_days=_halo(con) if not reason else 1, full_tables=frozenset(stale))
     store(con, build_id, scope)

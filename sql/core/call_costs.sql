@@ -3,13 +3,13 @@
 -- paid GPU-hours (core.self_hosted_allocation). thinking_cost_usd is the part due to thinking
 -- tokens (API: at the reasoning price; self-hosted: the call's cost x thinking share of its
 -- tokens). cost_usd is NULL where no price is known (see marts.unpriced_usage), never 0.
--- grain: one row per call (request_id)
--- reads: stg.requests, core.model_map, core.llm_price_versions, core.dim_nodes, core.self_hosted_allocation, ops.settings
 -- Speed: the one per-call table (core.calls is a view of it). What depends only on (provider,
 -- model, node, UTC day) -- the model key, the node, the price version in force (versions start
 -- and end at dates) -- is looked up once per distinct key and joined back to the calls by
 -- equality; no per-call window, range join or regex.
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: one row per call (request_id)
+-- @closure: task_id
 WITH requests AS (
     SELECT * FROM stg.requests WHERE core.in_build_days(CAST(ts AS DATE))
 ),

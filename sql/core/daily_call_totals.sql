@@ -3,9 +3,8 @@
 -- average over all days; marts.focus_costs) read a few rows per day instead of every call.
 -- cost_usd is the exact sum of core.call_costs.cost_usd (NULL costs left out, as sum() does);
 -- priced = the calls' cost_usd is known.
--- grain: day x team x tier x serving x provider x model x price_version_id x priced
--- reads: core.call_costs
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: day x team x tier x serving x provider x model x price_version_id x priced
 WITH calls AS (
     SELECT day, team, tier, serving, provider, model, price_version_id, cost_usd IS NOT NULL AS priced,
            total_tokens, cost_usd

@@ -1,12 +1,12 @@
 -- Cost per task, by day, team, task type, model, serving and tier.
--- grain: day x team x task_type x model x serving ('api' / 'self_hosted') x tier.
 -- day, team, task_type and tier are the task's (marts.task_costs), so a task's calls stay together;
 -- a task that used two models counts once in each model's row. Self-hosted node-days without any
 -- call appear as team 'idle', task_type 'idle', tier 'idle' (tasks 0) so the costs add up to spend.
 -- input_tokens are uncached prompt tokens; cached_input_tokens, cache_write_tokens, thinking_tokens
 -- and output_tokens (visible) are the other, non-overlapping buckets.
--- reads: core.call_costs, marts.task_costs, core.self_hosted_allocation, core.dim_nodes, ops.settings
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: day x team x task_type x model x serving ('api' / 'self_hosted') x tier.
+-- @closure: task_id
 WITH calls AS (
     SELECT c.*, t.day AS task_day, t.team AS task_team, t.task_type AS task_task_type, t.tier AS task_tier
     FROM core.call_costs c JOIN marts.task_costs t USING (task_id)

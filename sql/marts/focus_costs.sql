@@ -1,6 +1,6 @@
 -- Every cost thinktax knows, as FOCUS 1.2 cost and usage rows (https://focus.finops.org/focus-specification/v1-2/),
 -- so a FinOps tool can load thinktax's figures next to its cloud bills.
--- grain: one row per charge, of three kinds (x_Source, the matching marts.daily_spend source):
+-- Charges are of three kinds (x_Source, the matching marts.daily_spend source):
 -- * 'api_usage': API calls at the list price in force (core.call_costs, serving = 'api', priced
 --   calls only), one row per day x provider x model. Computed by thinktax, not invoiced: BilledCost =
 --   EffectiveCost = ListCost = ContractedCost = the computed cost; PricingQuantity in '1M Tokens'
@@ -24,7 +24,9 @@
 -- BillingPeriod = the calendar month of the charge for computed rows and API cost lines (an
 -- export's own billing period otherwise); BillingAccountId = the provider key when the source has
 -- no account id. x_Source is a FOCUS custom column (x_ prefix).
--- reads: core.daily_call_totals, core.node_hours_cost, core.billed_lines, ops.settings
+-- @kind: full
+-- @grain: one row per charge, of three kinds (x_Source, the matching marts.daily_spend source:
+--   'api_usage', 'self_hosted', 'api_bill'; described above)
 WITH api_usage AS (
     -- from core.daily_call_totals (the calls summed per day and price version), not every call
     SELECT day, provider, model,
