@@ -248,13 +248,22 @@ def _by_name_unions(tree, schema: dict, path: str):  # noqa: ANN001, ANN202
 
 
 def _expand_stars(tree, schema: dict, path: str):  # noqa: ANN001, ANN202
+    from sqlglot import exp  # noqa: PLC0415
     from sqlglot.optimizer.qualify import qualify  # noqa: PLC0415
 
+    # the qualifier lower-cases unquoted names (DuckDB resolves them case-insensitively); output
+    # columns keep the spelling the SQL gave them ('BilledCost' in marts.focus_costs)
+    spelled = {i.name.lower(): i.name for i in tree.find_all(exp.Identifier) if i.name != i.name.lower()}
     try:
-        return qualify(tree, dialect="duckdb", schema=schema, expand_stars=True, validate_qualify_columns=False,
-                       quote_identifiers=False, identify=False, expand_alias_refs=False)
+        out = qualify(tree, dialect="duckdb", schema=schema, expand_stars=True, validate_qualify_columns=False,
+                      quote_identifiers=False, identify=False, expand_alias_refs=False)
     except Exception as exc:  # sqlglot's OptimizeError and friends
         raise RenderError(f"{path}: cannot expand the stars for Spark: {exc}") from exc
+    if spelled:
+        for i in out.find_all(exp.Identifier):
+            if i.name in spelled:
+                i.set("this", spelled[i.name])
+    return out
 
 
 def to_spark(sql: str, *, path: str = "<sql>", schema: dict | None = None, databases: dict[str, str] | None = None) -> str:
