@@ -45,7 +45,11 @@ final AS (
            input_tokens, cached_input_tokens, cache_write_tokens, thinking_tokens, output_tokens,
            core.usd6(cost_usd) AS cost_usd,
            core.usd6(thinking_cost_usd) AS thinking_cost_usd,
-           CASE WHEN tasks > 0 THEN core.usd6(cost_usd / tasks) END AS cost_per_task_usd,
+           -- cost / tasks rounded half up to the micro-dollar in exact integer arithmetic (cost_usd has
+           -- 15 decimals): DuckDB divides a DECIMAL through DOUBLE, which rounds 0.0073715 down
+           CASE WHEN tasks > 0 THEN core.usd6(CAST((CAST(cost_usd * 1000000000000000 AS HUGEINT) * 2 + tasks * 1000000000)
+                                             // (2 * CAST(tasks AS HUGEINT) * 1000000000) AS DECIMAL(38,0))
+                                        * CAST(0.000001 AS DECIMAL(38,6))) END AS cost_per_task_usd,
            unpriced_calls
     FROM unioned
 )
