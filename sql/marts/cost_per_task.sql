@@ -31,8 +31,10 @@ idle AS (
     SELECT a.day, 'idle' AS team, 'idle' AS task_type, n.model_key AS model, 'self_hosted' AS serving, 'idle' AS tier,
            0 AS tasks, 0 AS calls, 0 AS input_tokens, 0 AS cached_input_tokens, 0 AS cache_write_tokens,
            0 AS thinking_tokens, 0 AS output_tokens,
-           sum(CAST(a.allocated_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6))) AS cost_usd,
-           CAST(0 AS DECIMAL(38,6)) AS thinking_cost_usd, 0 AS unpriced_calls
+           -- DECIMAL(38,15) as the calls' sums: a union with DECIMAL(38,6) would round them to 6
+           -- decimals in DuckDB (not in Spark) before cost_per_task_usd divides them
+           CAST(sum(CAST(a.allocated_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6))) AS DECIMAL(38,15)) AS cost_usd,
+           CAST(0 AS DECIMAL(38,15)) AS thinking_cost_usd, 0 AS unpriced_calls
     FROM core.self_hosted_allocation a JOIN core.dim_nodes n USING (node_id)
     WHERE a.pool = 'idle' AND core.in_build_days(a.day)
     GROUP BY ALL
