@@ -33,7 +33,7 @@ def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[t
     from pathlib import Path  # noqa: PLC0415
 
     from warehouse.spark.build import session  # noqa: PLC0415
-    from warehouse.spark.pipeline import local_session  # noqa: PLC0415
+    from warehouse.spark.pipeline import attach, local_session  # noqa: PLC0415
     from warehouse.spark.render import RenderError, to_spark  # noqa: PLC0415
 
     try:
@@ -43,7 +43,11 @@ def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[t
     if args.spark_remote:
         spark = session(args.spark_remote)
     else:
-        spark = local_session(Path(args.spark_warehouse) if args.spark_warehouse else warehouse.parent / "spark")
+        where = Path(args.spark_warehouse) if args.spark_warehouse else warehouse.parent / "spark"
+        if not where.is_dir():
+            raise FileNotFoundError(f"no Spark warehouse at {where} (run `thinktax run --engine spark` first)")
+        spark = local_session(where)
+        attach(spark, where)
     df = spark.sql(query)
     return df.columns, [tuple(r) for r in df.collect()]
 

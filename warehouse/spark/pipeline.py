@@ -56,6 +56,35 @@ def local_session(spark_warehouse: Path):  # noqa: ANN201
     return session(warehouse_dir=str(spark_warehouse))
 
 
+def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
+    """Register the Parquet tables a local run left under ``spark_warehouse`` in this session's
+    (in-memory) catalog, for `thinktax sql --engine spark`; returns them. Partitions are found
+    from the folder layout (``day=.../``). The view core.calls is not restored."""
+    from warehouse.sqlmodel import load_models  # noqa: PLC0415
+
+    out = []
+    keys = {m.table: m.key_column for m in load_models()}
+    for db_dir in sorted(spark_warehouse.glob("*.db")):
+        db = db_dir.name[:-3]
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+        for t in sorted(p for p in db_dir.iterdir() if p.is_dir()):
+            name = f"{db}.{t.name}"
+            if spark.catalog.tableExists(name):
+                continue
+            key = keys.get(name)
+            spark.sql(f"CREATE TABLE {name} USING parquet LOCATION '{t}'")  # schema and partitions inferred
+            if key:
+                spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+            out.append(name)
+    for t in sorted((spark_warehouse / "_staging").glob("*.*")):
+        schema, name = t.name.split(".", 1)
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+        if not spark.catalog.tableExists(f"{schema}.{name}"):
+            spark.sql(f"CREATE TABLE {schema}.{name} USING parquet LOCATION '{t}'")
+            out.append(f"{schema}.{name}")
+    return out
+
+
 def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=None, remote: str | None = None,  # noqa: ANN001
         spark_warehouse: Path | None = None, days: list[dt.date] | None = None, full: bool = False) -> SparkRun:
     from warehouse.spark.build import build_all, load_staging, session  # noqa: PLC0415
