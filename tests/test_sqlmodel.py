@@ -33,7 +33,7 @@ def test_bad_headers_fail_with_the_file_named(text, message):
 
 def test_every_model_has_a_valid_header_and_a_grain():
     models = load_models()
-    assert len(models) == 26
+    assert len(models) >= 26
     kinds = {m.table: m.kind for m in models}
     assert kinds["core.calls"] == "view"
     assert kinds["core.call_profiles"] == "incremental_by_month"
@@ -124,5 +124,5 @@ def test_qualify_over_star_exclude_leaves_no_helper_column():
 
 
 def test_every_model_renders_for_spark():
-    models = load_models("spark")
-    assert len(models) == 26
+    models = load_models("spark")  # raises RenderError naming the file and construct otherwise
+    assert {m.table for m in models} == {m.table for m in load_models()}
