@@ -24,6 +24,16 @@ Rules (what sqlglot does not map, or maps wrongly):
   rewrite over ``* EXCLUDE``, which leaves its helper column ``_w`` in the output.
 * NULL ordering: DuckDB sorts NULLs last, Spark first; sqlglot writes ``NULLS LAST`` where the
   DuckDB query relied on the default.
+* ``GROUP BY ALL`` -> the non-aggregate select expressions without constants (Spark's own
+  GROUP BY ALL keeps a literal ``0 AS calls`` as a key and then reads it as a column position).
+* ``make_timestamp(us)`` -> ``CAST(timestamp_micros(us) AS TIMESTAMP_NTZ)`` (naive, as DuckDB's).
+* Output column names keep the spelling of the SQL (``BilledCost``): the column qualifier
+  lower-cases unquoted names, and the spelling is put back.
+
+Not a rule but a convention for the SQL (both engines): a union of DECIMALs of different scales
+is rounded to the smaller scale by DuckDB and not by Spark, so cast both sides to one scale when
+the result is divided later (sql/marts/cost_per_task.sql); and DuckDB divides DECIMALs through
+DOUBLE, so exact money division is written in integer arithmetic (``HUGEINT`` and ``//``).
 
 What a Spark session must set for DuckDB's figures (``SESSION_CONF``): decimal arithmetic without
 precision loss (else per-call costs move by micro-dollars and every check still passes), UTC as
