@@ -269,7 +269,9 @@ def test_changed_sql_rebuilds_the_model_and_what_it_feeds_whole(generated, tmp_p
     i = next(k for k, m in enumerate(models) if m.table == "core.self_hosted_allocation")
     models[i] = transform.SqlModel(models[i].schema, models[i].name, models[i].sql + "\n-- changed\n", models[i].deps,
                                    models[i].incremental, models[i].halo)
-    monkeypatch.setattr(transform, "load_models", lambda: tuple(models))
+    import warehouse.sqlmodel as sqlmodel
+
+    monkeypatch.setattr(sqlmodel, "load_models", lambda engine="duckdb": tuple(models))  # what the plan reads
     b = Build(wh, "three")
     b.start(Config().settings_row())
     with b.connect() as con:

@@ -27,6 +27,7 @@ import logging
 import math
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -419,8 +420,18 @@ def _gx_context() -> Any:
     global _CONTEXT
     if _CONTEXT is None:
         os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
-        import great_expectations as gx  # noqa: PLC0415 - takes seconds: only when there is something to validate
-        from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: PLC0415
+        # GX probes every optional backend it knows at import; with pyspark installed (the Spark
+        # engine's extra) that alone imports pyspark and its Connect client, seconds that the DuckDB
+        # path does not use: hide pyspark while GX is imported, unless this process already has it.
+        hide = "pyspark" not in sys.modules
+        if hide:
+            sys.modules["pyspark"] = None  # type: ignore[assignment] - makes `import pyspark` raise ImportError
+        try:
+            import great_expectations as gx  # noqa: PLC0415 - takes seconds: only when there is something to validate
+            from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: PLC0415
+        finally:
+            if hide:
+                del sys.modules["pyspark"]
 
         for name in ("great_expectations", "great_expectations.core", "great_expectations.expectations"):
             logging.getLogger(name).setLevel(logging.ERROR)

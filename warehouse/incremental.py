@@ -2,7 +2,7 @@
 
 A nightly run adds a day or two of telemetry to months of history. Rebuilding every per-call
 table from all of staging makes the night grow with history; instead the SQL models marked
-``-- incremental: day`` (or ``month``) replace only the rows of the days the run's new files
+``-- @kind: incremental_by_day`` (or ``_by_month``; warehouse/sqlmodel.py) replace only the rows of the days the run's new files
 touched, and every other model is small enough to rebuild whole.
 
 The plan (``plan``) is made once per build, after ingest, and stored in ``ops.build_scope`` so
@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from warehouse import sqlmodel
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 
 # price sheet staging table -> the model holding its price history (diffed to find what changed)
@@ -332,9 +333,7 @@ def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: li
 
     ``extra_days``: days explicitly asked for (rebuilt even without new rows); ``full``: rebuild
     every model whole. See the module's docstring for the rules."""
-    from warehouse.transform import load_models  # noqa: PLC0415 - transform imports this module (issue 16 breaks the circle)
-
-    models = load_models()
+    models = sqlmodel.load_models()
     by_table = {m.table: m for m in models}
     reason = "a full rebuild was asked for" if full else ""
     stale, why = _stale(con, models)
@@ -367,7 +366,8 @@ def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: li
             tables |= downstream(models, set(DAY_SOURCES))
         if tables:
             days |= _gap_days(con)
-            days = _closed_days(con, days)
+            if any(m.closure == "task_id" for m in models):
+                days = _closed_days(con, days)
     scope = Scope(full=bool(reason), reason=reason or "incremental", days=tuple(sorted(days)),
                   halo_days=_halo(con) if not reason else 1, full_tables=frozenset(stale),
                   tables=None if reason else frozenset(tables), price_from=price_from)

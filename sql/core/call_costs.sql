@@ -9,13 +9,13 @@
 -- uplift, and per-query web-search fees (request_fees_usd, part of cost_usd). price_basis names
 -- the basis, the rate_* columns the rates used (after uplift), cost_at_standard_usd the same call
 -- at standard rates. A call with no modifier costs exactly what it cost before.
--- grain: one row per call (request_id)
--- reads: stg.requests, stg.llm_prices, core.model_map, core.llm_price_versions, core.dim_nodes, core.self_hosted_allocation, ops.settings
 -- Speed: the one per-call table (core.calls is a view of it). What depends only on (provider,
 -- model, node, UTC day) -- the model key, the node, the price version in force (versions start
 -- and end at dates) -- is looked up once per distinct key and joined back to the calls by
 -- equality; no per-call window, range join or regex.
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: one row per call (request_id)
+-- @closure: task_id
 WITH requests AS (
     SELECT * FROM stg.requests WHERE core.in_build_days(CAST(ts AS DATE))
 ),

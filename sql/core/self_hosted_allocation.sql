@@ -5,9 +5,8 @@
 -- Shares are integer micro-USD by largest remainder, so per node the allocated micro-dollars add
 -- up exactly to the node's cost (core.node_hours_cost). Hours without a known price are left out
 -- (they show in marts.unpriced_usage).
--- grain: one row per (self-hosted call, pool) plus one row per idle node-day
--- reads: stg.requests, core.node_hours_cost
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: one row per (self-hosted call, pool) plus one row per idle node-day
 WITH calls AS (
     -- the self-hosted calls (a node_id), straight from staging: core.call_costs is built after this
     SELECT request_id, node_id, date_trunc('hour', ts) AS hour, CAST(ts AS DATE) AS day,

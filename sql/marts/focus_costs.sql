@@ -1,6 +1,6 @@
 -- Every cost thinktax knows, as FOCUS 1.2 cost and usage rows (https://focus.finops.org/focus-specification/v1-2/),
 -- so a FinOps tool can load thinktax's figures next to its cloud bills.
--- grain: one row per charge, of three kinds (x_Source, the matching marts.daily_spend source):
+-- Charges are of three kinds (x_Source, the matching marts.daily_spend source):
 -- * 'api_usage': API calls at the list price in force (core.call_costs, serving = 'api', priced
 --   calls only), one row per day x provider x model x price version x token type ('input' =
 --   uncached input, 'cached-input', 'cache-write' (5-minute), 'cache-write-1h', 'reasoning-output',
@@ -33,7 +33,9 @@
 -- no account id. InvoiceId: the bill line's invoice id where the bill has one, NULL for computed
 -- rows (no invoice is issued for them; FOCUS 1.2: MUST be null when the charge is not associated
 -- with an invoice). x_Source is a FOCUS custom column (x_ prefix).
--- reads: core.daily_call_totals, core.llm_price_versions, core.node_hours_cost, core.billed_lines, ops.settings
+-- @kind: full
+-- @grain: one row per charge, of three kinds (x_Source, the matching marts.daily_spend source:
+--   'api_usage' one per day x model x price version x price basis x token type, 'self_hosted', 'api_bill')
 WITH api_days AS (
     -- from core.daily_call_totals (the calls summed per day, price version and basis), not every call
     SELECT day, provider, model, price_version_id, coalesce(price_basis, 'standard') AS price_basis,

@@ -17,11 +17,11 @@
 -- Log side (core.call_costs, self-hosted calls of the node whose ts is in the hour): calls_logged,
 --   prompt_tokens_logged (uncached + cached + cache write), generation_tokens_logged
 --   (thinking + output). The scrapes have no reasoning-token counter: thinking exists only in logs.
--- grain: one row per node x UTC hour in which it was active (core.node_hours_cost)
--- reads: core.node_hours_cost, core.metric_deltas, stg.metric_samples, core.call_costs,
---        core.self_hosted_usage_cost, ops.settings
--- incremental: day, halo (its usage/idle split comes from core.self_hosted_usage_cost, whose rows
--- depend on neighbouring days; warehouse/incremental.py)
+-- Halo: its usage/idle split comes from core.self_hosted_usage_cost, whose rows depend on
+-- neighbouring days, so the days touched +- the halo are replaced.
+-- @kind: incremental_by_day
+-- @grain: one row per node x UTC hour in which it was active (core.node_hours_cost)
+-- @halo: true
 WITH paid AS (
     SELECT node_id, hour, day, provider, gpu_type, gpus, model, gpu_hours, active_seconds, cost_micro_usd
     FROM core.node_hours_cost

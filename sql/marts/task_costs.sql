@@ -1,8 +1,8 @@
 -- What each task cost: all its calls, API and self-hosted.
--- grain: one row per task (task_id). A task's day, team and task_type are those of its first call;
--- its tier is the highest tier of its calls (fast < medium < full).
--- reads: core.call_costs, ops.settings
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: one row per task (task_id). A task's day, team and task_type are those of its first call;
+--   its tier is the highest tier of its calls (fast < medium < full).
+-- @closure: task_id
 WITH calls AS (
     SELECT * FROM core.call_costs WHERE core.in_build_days(day)
 ),

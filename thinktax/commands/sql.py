@@ -21,10 +21,46 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./warehouse/thinktax.duckdb)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--max-rows", type=int, default=100, help="rows shown in table format (default 100)")
+    p.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",
+                   help="spark: query the Spark tables of `thinktax run --engine spark` (the query is written "
+                        "in DuckDB's dialect and rendered for Spark, as the models are)")
+    p.add_argument("--spark-remote", metavar="sc://HOST:PORT", help="--engine spark: a cluster through Spark Connect")
+    p.add_argument("--spark-warehouse", metavar="DIR",
+                   help="--engine spark: the local Spark warehouse (default: <warehouse folder>/spark)")
+
+
+def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[tuple]]:  # noqa: ANN001
+    from pathlib import Path  # noqa: PLC0415
+
+    from warehouse.spark.build import session  # noqa: PLC0415
+    from warehouse.spark.pipeline import attach, local_session  # noqa: PLC0415
+    from warehouse.spark.render import RenderError, to_spark  # noqa: PLC0415
+
+    try:
+        query = to_spark(args.query, path="query")
+    except RenderError:
+        query = args.query  # already Spark SQL
+    if args.spark_remote:
+        spark = session(args.spark_remote)
+    else:
+        where = Path(args.spark_warehouse) if args.spark_warehouse else warehouse.parent / "spark"
+        if not where.is_dir():
+            raise FileNotFoundError(f"no Spark warehouse at {where} (run `thinktax run --engine spark` first)")
+        spark = local_session(where)
+        attach(spark, where)
+    df = spark.sql(query)
+    return df.columns, [tuple(r) for r in df.collect()]
 
 
 def run(args: argparse.Namespace) -> int:
     _, warehouse = resolve_paths(None, args.warehouse)
+    if getattr(args, "engine", "duckdb") == "spark":
+        try:
+            cols, rows = _spark_query(args, warehouse)
+        except Exception as exc:  # noqa: BLE001 - pyspark's AnalysisException and friends
+            print(f"thinktax: query failed on Spark: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 1
+        return _print(args, cols, rows)
     try:
         with read_only(warehouse) as con:
             rel = con.sql(args.query)
@@ -37,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
     except duckdb.Error as exc:
         print(f"thinktax: query failed: {exc}", file=sys.stderr)
         return 1
+    return _print(args, cols, rows)
+
+
+def _print(args: argparse.Namespace, cols: list[str], rows: list[tuple]) -> int:
     if args.format == "csv":
         w = csv.writer(sys.stdout)
         w.writerow(cols)

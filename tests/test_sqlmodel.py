@@ -1,0 +1,128 @@
+"""The SQL model layer: structured headers, dependencies from the syntax tree, Spark rendering rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from warehouse import sqlmodel
+from warehouse.spark import render
+from warehouse.sqlmodel import HeaderError, load_models, parse_header
+
+GOOD = "-- What it is.\n-- @kind: incremental_by_day\n-- @grain: one row per call\n--   (request_id)\n-- @closure: task_id\nSELECT 1\n"
+
+
+def test_header_parsed_with_continuation_lines():
+    h = parse_header(GOOD, "sql/core/x.sql")
+    assert (h.kind, h.grain, h.closure, h.halo) == ("incremental_by_day", "one row per call (request_id)", "task_id", False)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("-- just prose\nSELECT 1", "sql/core/x.sql: no structured header"),
+    ("-- @kind: table\n-- @grain: g\nSELECT 1", "@kind 'table' is not one of"),
+    ("-- @kind: full\nSELECT 1", "no '-- @grain:' line"),
+    ("-- @kind: full\n-- @grain: g\n-- @halo: true\nSELECT 1", "@halo is for @kind incremental_by_day"),
+    ("-- @kind: full\n-- @grain: g\n-- @closure: task_id\nSELECT 1", "@closure is for incremental models"),
+    ("-- @kind: incremental_by_day\n-- @grain: g\n-- @closure: team\nSELECT 1", "@closure 'team' is not one of"),
+    ("-- @kind: full\n-- @grain: g\n-- @owner: me\nSELECT 1", "sql/core/x.sql:3: unknown header key '@owner'"),
+    ("-- @kind: full\n-- @kind: view\n-- @grain: g\nSELECT 1", "given twice"),
+])
+def test_bad_headers_fail_with_the_file_named(text, message):
+    with pytest.raises(HeaderError, match=message.replace("(", r"\(").replace("'", "'")):
+        parse_header(text, "sql/core/x.sql")
+
+
+def test_every_model_has_a_valid_header_and_a_grain():
+    models = load_models()
+    assert len(models) >= 26
+    kinds = {m.table: m.kind for m in models}
+    assert kinds["core.calls"] == "view"
+    assert kinds["core.call_profiles"] == "incremental_by_month"
+    assert {m.table for m in models if m.halo} == {"core.self_hosted_usage_cost", "marts.node_hours"}
+    assert all(m.grain for m in models)
+
+
+def test_dependencies_come_from_the_syntax_tree_not_string_literals():
+    deps = {m.table: m.deps for m in load_models()}
+    # focus_costs writes 'stg.focus_costs' as a string literal (x_Source); it reads core.billed_lines
+    assert "stg.focus_costs" not in deps["marts.focus_costs"]
+    assert "core.billed_lines" in deps["marts.focus_costs"]
+    # billed_lines reads it as a table, and its CTE names (openai, focus, lines, ...) are not tables
+    assert deps["core.billed_lines"] == {"stg.openai_costs", "stg.anthropic_costs", "stg.focus_costs"}
+    # macros are functions: core.model_key(...) is no dependency on a table core.model_key
+    assert not any("model_key" in d for ds in deps.values() for d in ds)
+
+
+def test_a_model_without_the_header_fails_at_load(monkeypatch):
+    with pytest.raises(HeaderError, match=r"sql/marts/new\.sql: no structured header"):
+        sqlmodel._model("marts", "new", "-- grain: old style\nSELECT 1 AS x", "sql/marts/new.sql")
+
+
+def test_description_keeps_the_prose_with_the_grain_after_the_first_sentence():
+    m = next(m for m in load_models() if m.table == "marts.cost_per_task")
+    assert m.description.startswith("Cost per task, by day, team, task type, model, serving and tier.\ngrain: day x team")
+    assert "@kind" not in m.description
+
+
+# -- Spark rendering rules (no Spark needed) ------------------------------------------------------
+
+def _spark(sql: str, schema: dict | None = None) -> str:
+    return render.to_spark(sql, path="t.sql", schema=schema)
+
+
+def test_macros_are_inlined_from_the_migrations():
+    out = _spark("SELECT core.model_key(m) AS k, core.in_build_days(day) AS b FROM t")
+    assert "model_key" not in out.lower() and "REGEXP_REPLACE(REGEXP_REPLACE(LOWER(TRIM((m)))" in out
+    assert "(TRUE) AS b" in out
+
+
+def test_hugeint_becomes_decimal_38_0():
+    assert "CAST(x AS DECIMAL(38, 0))" in _spark("SELECT CAST(x AS HUGEINT) AS y FROM t")
+
+
+def test_case_insensitive_regex_flag_is_kept():
+    assert "RLIKE '(?i)^a'" in _spark("SELECT regexp_matches(x, '^a', 'i') AS y FROM t")
+    assert "REGEXP_EXTRACT(x, '(?i)^(.+)-input$'" in _spark("SELECT regexp_extract(x, '^(.+)-input$', 1, 'i') AS y FROM t")
+    with pytest.raises(render.RenderError, match="t.sql: regexp_matches option 'm'"):
+        _spark("SELECT regexp_matches(x, '^a', 'm') AS y FROM t")
+
+
+def test_epoch_us_make_timestamp_len_list_json_type():
+    out = _spark("SELECT epoch_us(ts) a, make_timestamp(us) b, len(list_filter(l, x -> x > 1)) c, "
+                 "list_sort(list_distinct(list(m))) d, json_type(cfg, '$.k') e FROM t")
+    assert "UNIX_MICROS(CAST(ts AS TIMESTAMP_LTZ))" in out
+    assert "CAST(TIMESTAMP_MICROS(us) AS TIMESTAMP_NTZ)" in out
+    assert "SIZE(FILTER(l, x -> x > 1))" in out
+    assert "ARRAY_DISTINCT(COLLECT_LIST(m))" in out
+    assert "WHEN SUBSTRING(LTRIM(GET_JSON_OBJECT(cfg, '$.k')), 1, 1) = '[' THEN 'ARRAY'" in out
+
+
+def test_nulls_sort_last_as_in_duckdb():
+    assert "ORDER BY a NULLS LAST" in _spark("SELECT a FROM t ORDER BY a")
+
+
+def test_group_by_all_lists_the_keys_without_constants():
+    out = _spark("SELECT day, 0 AS calls, 'x' AS src, sum(c) AS s FROM t GROUP BY ALL")
+    assert out.endswith("GROUP BY day")
+
+
+SCHEMA = {"stg": {"a": {"k": "int", "x": "int", "y": "string"}, "b": {"k": "int", "z": "double"}}}
+
+
+def test_star_exclude_and_union_by_name_are_expanded_with_a_schema():
+    out = _spark("WITH u AS (SELECT * EXCLUDE (y) FROM stg.a UNION ALL BY NAME SELECT * FROM stg.b) SELECT * FROM u", SCHEMA)
+    # the union lists k, x, z on both sides, NULL where a side lacks one
+    assert "SELECT _bn.k AS k, _bn.x AS x, NULL AS z FROM (SELECT a.k AS k, a.x AS x FROM stg.a AS a)" in out
+    assert "SELECT _bn.k AS k, NULL AS x, _bn.z AS z FROM (SELECT b.k AS k, b.z AS z FROM stg.b AS b)" in out
+    assert "EXCLUDE" not in out and "BY NAME" not in out
+    assert out.split(" FROM u")[0].endswith("u.k AS k, u.x AS x, u.z AS z")
+
+
+def test_qualify_over_star_exclude_leaves_no_helper_column():
+    out = _spark("SELECT * EXCLUDE (x) FROM stg.a QUALIFY row_number() OVER (PARTITION BY k ORDER BY x) = 1", SCHEMA)
+    outer = out.split(" FROM (")[0]
+    assert outer == "SELECT k, y" or "_w" not in outer, out
+
+
+def test_every_model_renders_for_spark():
+    models = load_models("spark")  # raises RenderError naming the file and construct otherwise
+    assert {m.table for m in models} == {m.table for m in load_models()}
