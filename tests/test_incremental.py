@@ -189,6 +189,8 @@ LLM_PRICE_READERS = {
     "core.daily_call_totals", "core.self_hosted_usage_cost", "marts.bill_reconciliation", "marts.daily_spend",
     "marts.task_costs", "marts.unpriced_usage", "marts.kv_thinking_share", "marts.focus_costs", "marts.tier_mix",
     "marts.node_hours", "marts.cost_per_task",
+    # issues 14, 15, 18: marts over core.call_costs
+    "marts.price_basis_mix", "marts.budget_status", "marts.cost_crosscheck", "marts.peak_concurrency",
 }
 
 

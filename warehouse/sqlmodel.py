@@ -23,7 +23,7 @@ comment block at the top of the file::
 
 A header that is missing, names an unknown key or a bad value fails at load with the file named
 (``HeaderError``). The same SQL is rendered for Spark SQL by ``to_spark`` (sqlglot plus the
-rewrite rules in warehouse/spark/render.py); ``load_models(engine="spark")`` renders every model
+rewrite rules in warehouse/spark/render.py); ``warehouse.spark.render.load_spark_models()`` renders every model
 at load, so a construct that cannot be rendered fails there, with the file and construct named.
 
 Nothing here imports warehouse.incremental or warehouse.transform (they import this module).
@@ -211,23 +211,14 @@ def _load() -> tuple[SqlModel, ...]:
     return tuple(found[t] for t in order)
 
 
-@cache
-def _checked_for_spark() -> tuple[SqlModel, ...]:
-    from warehouse.spark.render import to_spark  # noqa: PLC0415
-
-    models = _load()
-    for m in models:
-        to_spark(m.sql, path=m.path)  # raises RenderError naming the file and the construct
-    return models
-
-
 def load_models(engine: str = "duckdb") -> tuple[SqlModel, ...]:
-    """All SQL models, in dependency order, their headers validated. ``engine="spark"`` also
-    renders each for Spark SQL, so a model Spark cannot run fails here rather than mid-build."""
-    if engine == "spark":
-        return _checked_for_spark()
+    """All SQL models, in dependency order, their headers validated. For Spark,
+    ``warehouse.spark.render.load_spark_models()`` also renders each model for Spark SQL, so a model
+    Spark cannot run fails at load rather than mid-build (this module does not import the Spark
+    package: it imports this one)."""
     if engine != "duckdb":
-        raise ValueError(f"unknown engine {engine!r} (duckdb or spark)")
+        raise ValueError(f"unknown engine {engine!r}: load_models is DuckDB's; Spark's is "
+                         "warehouse.spark.render.load_spark_models()")
     return _load()
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from warehouse import incremental
 from warehouse.incremental import Scope
-from warehouse.spark.render import SESSION_CONF, to_spark
+from warehouse.spark.render import SESSION_CONF, load_spark_models, to_spark
 from warehouse.sqlmodel import SqlModel, load_models
 
 log = logging.getLogger("thinktax.spark")
@@ -143,7 +143,7 @@ def build_all(spark, scope: Scope | None = None, target: Target = Target()) -> d
     for schema in ("core", "marts"):
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {target.db(schema)}")
     out = {}
-    for m in load_models("spark"):
+    for m in load_spark_models():
         t = time.perf_counter()
         rows = build(spark, m, scope, target)
         out[m.table] = (rows, time.perf_counter() - t)

@@ -301,3 +301,15 @@ def to_spark(sql: str, *, path: str = "<sql>", schema: dict | None = None, datab
         return tree.sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
     except SqlglotError as exc:
         raise RenderError(f"{path}: cannot be rendered for Spark: {exc}") from exc
+
+
+@cache
+def load_spark_models() -> tuple:
+    """Every SQL model (warehouse.sqlmodel, in dependency order), each rendered for Spark SQL once
+    here, so that a model Spark cannot run fails at load, naming its file and the construct."""
+    from warehouse.sqlmodel import load_models  # noqa: PLC0415
+
+    models = load_models()
+    for m in models:
+        to_spark(m.sql, path=m.path)  # raises RenderError naming the file and the construct
+    return models
