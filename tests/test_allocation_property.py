@@ -12,6 +12,11 @@ from thinktax.config import Config
 from warehouse.db import migrate, write_settings
 from warehouse.transform import build, load_models
 
+# the columns these rows give: stg.requests before issue 14 appended its pricing-modifier columns (NULL here)
+REQUEST_COLUMNS_18 = ("file_id, line, ts, request_id, model, provider, node_id, task_id, task_type, team, latency_ms, "
+                      "ttft_ms, usage_shape, uncached_input_tokens, cached_input_tokens, cache_write_tokens, "
+                      "thinking_tokens, output_tokens")
+
 MODELS = {m.table: m for m in load_models()}
 START = dt.datetime(2026, 6, 1)
 
@@ -37,9 +42,9 @@ def test_allocated_equals_node_cost(data):
         con.execute("INSERT INTO stg.nodes VALUES (1, ?, ?, 'p', 'H100', ?, 'm', NULL, ?, ?, ?)",
                     [i + 2, f"n{i}", gpus, price, a_from, a_from + dt.timedelta(hours=hours)])
     for j, (node, minute, prompt, out) in enumerate(calls):
-        con.execute("INSERT INTO stg.requests VALUES (2, ?, ?, ?, 'm', NULL, ?, ?, NULL, NULL, NULL, NULL, 'openai_chat', ?, 0, 0, 0, ?)",
+        con.execute(f"INSERT INTO stg.requests ({REQUEST_COLUMNS_18}) VALUES (2, ?, ?, ?, 'm', NULL, ?, ?, NULL, NULL, NULL, NULL, 'openai_chat', ?, 0, 0, 0, ?)",
                     [j, START + dt.timedelta(minutes=minute), f"r{j}", f"n{node}", f"t{j}", prompt, out])
-    con.execute("INSERT INTO stg.requests VALUES (2, 999, ?, 'anchor', 'm', 'x', NULL, 'ta', NULL, NULL, NULL, NULL, 'openai_chat', 1, 0, 0, 0, 1)",
+    con.execute(f"INSERT INTO stg.requests ({REQUEST_COLUMNS_18}) VALUES (2, 999, ?, 'anchor', 'm', 'x', NULL, 'ta', NULL, NULL, NULL, NULL, 'openai_chat', 1, 0, 0, 0, 1)",
                 [START + dt.timedelta(days=3)])
     for m in load_models():
         build(con, m)

@@ -38,6 +38,11 @@ from warehouse.db import Build, read_only
 from warehouse.ingest import Ingestor, IngestSummary
 from warehouse.transform import build_all
 
+# the columns these rows give: stg.requests before issue 14 appended its pricing-modifier columns (NULL here)
+REQUEST_COLUMNS_18 = ("file_id, line, ts, request_id, model, provider, node_id, task_id, task_type, team, latency_ms, "
+                      "ttft_ms, usage_shape, uncached_input_tokens, cached_input_tokens, cache_write_tokens, "
+                      "thinking_tokens, output_tokens")
+
 FIX = REPO / "tests" / "fixtures" / "metrics"
 VLLM = (FIX / "gpu-node-a__2026-11-03T14-05-00Z.prom").read_text()
 DCGM = (FIX / "gpu-node-a__2026-11-03T14-05-00Z.dcgm.prom").read_text()
@@ -450,7 +455,7 @@ def test_usage_basis_adds_up_and_busy_time_is_the_interval_union(data):
         con.execute("INSERT INTO stg.nodes VALUES (1, ?, ?, 'p', 'H100', ?, 'm', NULL, ?, ?, ?)",
                     [i + 2, f"n{i}", gpus, price, *spans[f"n{i}"]])
     for j, (node, second, latency, prompt, out) in enumerate(calls):
-        con.execute("INSERT INTO stg.requests VALUES (2, ?, ?, ?, 'm', NULL, ?, ?, NULL, NULL, ?, NULL, 'openai_chat', ?, 0, 0, 0, ?)",
+        con.execute(f"INSERT INTO stg.requests ({REQUEST_COLUMNS_18}) VALUES (2, ?, ?, ?, 'm', NULL, ?, ?, NULL, NULL, ?, NULL, 'openai_chat', ?, 0, 0, 0, ?)",
                     [j, START + dt.timedelta(seconds=second), f"r{j}", f"n{node}", f"t{j}", latency, prompt, out])
     for m in _needed("core.self_hosted_usage_cost"):
         build(con, m)

@@ -26,6 +26,7 @@ from thinktax.config import Config
 from warehouse.db import Build, run_lock
 from warehouse.ingest import Ingestor
 from warehouse.transform import build_all
+from pipelines.defs.economics_assets import ECONOMICS
 
 REPO = Path(__file__).resolve().parents[1]
 REBUILDS = 20
@@ -67,13 +68,15 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 
 def rebuild(landing: Path, wh: Path, build_id: str) -> None:
-    """One run without Dagster: copy, ingest what is new, rebuild every model, publish."""
+    """One run without Dagster: copy, ingest what is new, rebuild every model (SQL and Python), publish."""
     with run_lock(wh):
         b = Build(wh, build_id)
         b.start(Config().settings_row())
         with b.connect() as con:
             summary = Ingestor(con, landing).ingest()
             build_all(con)
+            for e in ECONOMICS:  # the Python-built marts (forecast, outlook, ...) carry the build id too
+                e.builder(con)
         b.publish(files_new=len(summary.new_files), landing=str(landing))
 
 
