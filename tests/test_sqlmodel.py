@@ -81,9 +81,18 @@ def test_hugeint_becomes_decimal_38_0():
 
 def test_case_insensitive_regex_flag_is_kept():
     assert "RLIKE '(?i)^a'" in _spark("SELECT regexp_matches(x, '^a', 'i') AS y FROM t")
+    # regexp_full_match has no Spark function: an anchored RLIKE (core.call_costs uses it for above_<N>k_tokens)
+    assert "RLIKE '^(?:above_[0-9]+k_tokens)$'" in _spark("SELECT regexp_full_match(k, 'above_[0-9]+k_tokens') AS y FROM t")
     assert "REGEXP_EXTRACT(x, '(?i)^(.+)-input$'" in _spark("SELECT regexp_extract(x, '^(.+)-input$', 1, 'i') AS y FROM t")
     with pytest.raises(render.RenderError, match="t.sql: regexp_matches option 'm'"):
         _spark("SELECT regexp_matches(x, '^a', 'm') AS y FROM t")
+
+
+def test_ordered_list_aggregate_is_sorted_collect_list_and_grouped_as_an_aggregate():
+    # core.call_costs: list(struct_pack(...) ORDER BY n DESC) under GROUP BY ALL
+    out = _spark("SELECT a, list(struct_pack(n := x, kind := k) ORDER BY x DESC) AS t FROM z GROUP BY ALL")
+    assert "REVERSE(ARRAY_SORT(COLLECT_LIST(STRUCT(x AS k, STRUCT(x AS n, k AS kind) AS v))))" in out
+    assert out.endswith("GROUP BY a")
 
 
 def test_epoch_us_make_timestamp_len_list_json_type():

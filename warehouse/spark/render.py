@@ -11,6 +11,10 @@ Rules (what sqlglot does not map, or maps wrongly):
   has no SQL macros. ``core.in_build_*`` are TRUE there, as in DuckDB (the incremental plan
   replaces them with the build's days before rendering).
 * ``HUGEINT`` -> ``DECIMAL(38,0)`` (sqlglot writes INT128, which Spark does not have).
+* ``list(v ORDER BY k [DESC])`` -> ``transform([reverse(]array_sort(collect_list(struct(k, v)))[)], x -> x.v)``;
+  ``list(...)`` counts as an aggregate when ``GROUP BY ALL`` is spelled out.
+* ``to_microseconds(n)`` -> ``make_dt_interval(0, 0, 0, n / 1e6)`` (an exact day-time interval).
+* ``regexp_full_match(x, p)`` -> ``x RLIKE '^(?:p)$'`` (Spark has no full-match function).
 * ``regexp_matches(x, p, 'i')`` / ``regexp_extract(x, p, g, 'i')`` -> the pattern prefixed with
   ``(?i)`` (sqlglot drops the flag); other flags fail at load.
 * ``epoch_us(ts)`` -> ``unix_micros(ts)``; ``len(<list>)`` -> ``size``; ``list(x)`` ->
@@ -148,11 +152,18 @@ def _json_type(args):  # noqa: ANN001, ANN202
 
 
 def _rules(tree, path: str):  # noqa: ANN001, ANN202
+    import sqlglot  # noqa: PLC0415
     from sqlglot import exp  # noqa: PLC0415
 
     def repl(node):  # noqa: ANN001, ANN202
         if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.INT128:
             return exp.DataType.build("DECIMAL(38,0)")
+        if isinstance(node, exp.RegexpFullMatch):
+            # DuckDB's regexp_full_match(x, p): the whole string matches p; Spark has no such function
+            if not isinstance(node.expression, exp.Literal) or not node.expression.is_string:
+                raise RenderError(f"{path}: regexp_full_match with a pattern that is not a string literal")
+            anchored = exp.Literal.string("^(?:" + node.expression.this + ")$")
+            return exp.RegexpLike(this=node.this, expression=anchored)
         if isinstance(node, exp.RegexpLike):
             flag = node.args.get("flag")
             if flag is not None:
@@ -185,7 +196,7 @@ def _rules(tree, path: str):  # noqa: ANN001, ANN202
                 if isinstance(inner, exp.Literal | exp.Null | exp.Boolean) or (
                         isinstance(inner, exp.Cast) and isinstance(inner.this, exp.Literal | exp.Null)):
                     continue
-                if any(not a.find_ancestor(exp.Window) for a in inner.find_all(exp.AggFunc)) or isinstance(inner, exp.AggFunc):
+                if any(not a.find_ancestor(exp.Window) for a in inner.find_all(exp.AggFunc, exp.List)) or isinstance(inner, exp.AggFunc | exp.List):
                     continue
                 keys.append(inner.copy())
             node.set("group", exp.Group(expressions=keys) if keys else None)  # in place: children still visited
@@ -194,12 +205,27 @@ def _rules(tree, path: str):  # noqa: ANN001, ANN202
             return _json_type([node.this] + ([node.expression] if node.expression else []))
         if isinstance(node, exp.ParseJSON):  # json(x): the text itself (Spark has no JSON type)
             return node.this
+        if isinstance(node, exp.List) and isinstance(node.expressions[0], exp.Order):
+            # list(v ORDER BY k [DESC]) -> the values of collect_list(struct(k, v)) sorted by k (Spark's
+            # collect_list takes no ORDER BY); one sort key only
+            order = node.expressions[0]
+            if len(order.expressions) != 1:
+                raise RenderError(f"{path}: list(... ORDER BY ...) with more than one sort key")
+            key = order.expressions[0]
+            sorted_ = f"ARRAY_SORT(COLLECT_LIST(STRUCT({key.this.sql('spark')} AS k, {order.this.sql('spark')} AS v)))"
+            if key.args.get("desc"):
+                sorted_ = f"REVERSE({sorted_})"
+            return sqlglot.parse_one(f"TRANSFORM({sorted_}, sorted_entry -> sorted_entry.v)", read="spark")
         if isinstance(node, exp.List):  # list(x) -> collect_list (NULLs left out: only under list_distinct here)
             return exp.ArrayAgg(this=node.expressions[0])
         if isinstance(node, exp.Anonymous):
             name = node.name.lower()
             if name == "epoch_us":  # the naive UTC timestamp as micro-seconds since the epoch
                 return exp.func("unix_micros", exp.cast(node.expressions[0], exp.DataType.build("TIMESTAMPLTZ")))
+            if name == "to_microseconds":  # an interval of n micro-seconds: Spark's day-time interval, exact
+                micros = node.expressions[0].sql("spark")
+                return sqlglot.parse_one(
+                    f"MAKE_DT_INTERVAL(0, 0, 0, CAST(CAST({micros} AS DECIMAL(38, 6)) / 1000000 AS DECIMAL(18, 6)))", read="spark")
             if name == "list_distinct":
                 return exp.func("array_distinct", *node.expressions)
             if name == "json_type":
