@@ -51,25 +51,35 @@ WITH api_days AS (
     WHERE serving = 'api' AND priced
     GROUP BY ALL
 ),
+api_types AS (
+    -- one row per day x price x token type (and per-query fee): a constant table of token types
+    -- and CASE, not a lateral VALUES over api_days' columns, so that the same SQL runs on Spark
+    SELECT d.day, d.provider, d.model, d.calls, d.price_version_id, d.price_basis,
+           tt.token_type, tt.pricing_unit, tt.consumed_unit,
+           CASE tt.token_type WHEN 'input' THEN d.uncached_input WHEN 'cached-input' THEN d.cached_input
+                WHEN 'cache-write' THEN d.cache_write WHEN 'cache-write-1h' THEN d.cache_write_1h
+                WHEN 'reasoning-output' THEN d.thinking WHEN 'output' THEN d.output ELSE d.searches END AS quantity,
+           CASE tt.token_type WHEN 'input' THEN d.uncached_input_cost WHEN 'cached-input' THEN d.cached_input_cost
+                WHEN 'cache-write' THEN d.cache_write_cost WHEN 'cache-write-1h' THEN d.cache_write_1h_cost
+                WHEN 'reasoning-output' THEN d.thinking_cost WHEN 'output' THEN d.output_cost ELSE d.fees END AS cost_usd
+    FROM api_days d
+    CROSS JOIN (VALUES
+        ('input', '1000000 Tokens', 'Tokens'), ('cached-input', '1000000 Tokens', 'Tokens'),
+        ('cache-write', '1000000 Tokens', 'Tokens'), ('cache-write-1h', '1000000 Tokens', 'Tokens'),
+        ('reasoning-output', '1000000 Tokens', 'Tokens'), ('output', '1000000 Tokens', 'Tokens'),
+        ('web-search', 'Searches', 'Searches')
+    ) AS tt(token_type, pricing_unit, consumed_unit)
+),
 api_usage AS (
     -- one row per token type (and per-query fee) with usage that day, at the rate the calls were
     -- priced at: ListUnitPrice = cost / PricingQuantity, one rate per price version x basis x type
-    SELECT d.day, d.provider, d.model, d.calls, d.price_version_id, d.price_basis,
+    SELECT t.day, t.provider, t.model, t.calls, t.price_version_id, t.price_basis,
            p.provider AS price_provider, p.model AS price_model,
            t.token_type, t.quantity, t.cost_usd, t.pricing_unit, t.consumed_unit,
            CASE WHEN t.pricing_unit = '1000000 Tokens' THEN CAST(t.quantity AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6))
                 ELSE CAST(t.quantity AS DECIMAL(38,6)) END AS pricing_quantity
-    FROM api_days d
+    FROM api_types t
     JOIN core.llm_price_versions p USING (price_version_id)
-    CROSS JOIN LATERAL (VALUES
-        ('input', d.uncached_input, d.uncached_input_cost, '1000000 Tokens', 'Tokens'),
-        ('cached-input', d.cached_input, d.cached_input_cost, '1000000 Tokens', 'Tokens'),
-        ('cache-write', d.cache_write, d.cache_write_cost, '1000000 Tokens', 'Tokens'),
-        ('cache-write-1h', d.cache_write_1h, d.cache_write_1h_cost, '1000000 Tokens', 'Tokens'),
-        ('reasoning-output', d.thinking, d.thinking_cost, '1000000 Tokens', 'Tokens'),
-        ('output', d.output, d.output_cost, '1000000 Tokens', 'Tokens'),
-        ('web-search', d.searches, d.fees, 'Searches', 'Searches')
-    ) AS t(token_type, quantity, cost_usd, pricing_unit, consumed_unit)
     WHERE t.quantity > 0
 ),
 api_usage_rows AS (
