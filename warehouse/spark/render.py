@@ -13,6 +13,7 @@ Rules (what sqlglot does not map, or maps wrongly):
 * ``HUGEINT`` -> ``DECIMAL(38,0)`` (sqlglot writes INT128, which Spark does not have).
 * ``list(v ORDER BY k [DESC])`` -> ``transform([reverse(]array_sort(collect_list(struct(k, v)))[)], x -> x.v)``;
   ``list(...)`` counts as an aggregate when ``GROUP BY ALL`` is spelled out.
+* ``concat_ws(sep, ...)`` keeps skipping NULL parts (sqlglot would wrap each in ``COALESCE(x, '')``).
 * ``to_days(n)`` -> ``make_dt_interval(n, 0, 0, 0)``.
 * ``to_microseconds(n)`` -> ``make_dt_interval(0, 0, 0, n / 1e6)`` (an exact day-time interval).
 * ``regexp_full_match(x, p)`` -> ``x RLIKE '^(?:p)$'`` (Spark has no full-match function).
@@ -159,6 +160,10 @@ def _rules(tree, path: str):  # noqa: ANN001, ANN202
     def repl(node):  # noqa: ANN001, ANN202
         if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.INT128:
             return exp.DataType.build("DECIMAL(38,0)")
+        if isinstance(node, exp.ConcatWs) and node.args.get("coalesce"):
+            # DuckDB's concat_ws skips NULL arguments, as Spark's does: sqlglot's COALESCE(x, '')
+            # wrapping would turn each NULL part into an empty one ('a++b')
+            return exp.ConcatWs(expressions=[e.copy() for e in node.expressions])
         if isinstance(node, exp.ToDays):  # to_days(n): an interval of n whole days
             return sqlglot.parse_one(f"MAKE_DT_INTERVAL({node.this.sql('spark')}, 0, 0, 0)", read="spark")
         if isinstance(node, exp.RegexpFullMatch):
