@@ -14,6 +14,8 @@ import os
 import sys
 import time
 
+from thinktax.commands import day_arg
+
 NAME = "fetch-bills"
 HELP = "Pull the OpenAI and Anthropic usage and cost reports (admin keys from the environment) into landing/bills/."
 
@@ -21,18 +23,11 @@ HELP = "Pull the OpenAI and Anthropic usage and cost reports (admin keys from th
 _sleep = time.sleep
 
 
-def _day(text: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a day (YYYY-MM-DD): {text!r}") from None
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--since", type=_day, required=True, help="first UTC day to fetch (YYYY-MM-DD)")
+    p.add_argument("--since", type=day_arg, required=True, help="first UTC day to fetch (YYYY-MM-DD)")
     p.add_argument(
         "--until",
-        type=_day,
+        type=day_arg,
         help="last UTC day to fetch, inclusive (default: yesterday, the last complete UTC day)",
     )
     p.add_argument("--landing", help="landing folder (default $THINKTAX_LANDING or ./landing)")

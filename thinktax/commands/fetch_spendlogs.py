@@ -29,6 +29,8 @@ import os
 import sys
 from pathlib import Path
 
+from thinktax.commands import day_arg
+
 NAME = "fetch-spendlogs"
 HELP = "Copy new LiteLLM proxy spend logs (LiteLLM_SpendLogs, read-only) from its Postgres into landing/telemetry/litellm_spendlogs/."
 
@@ -43,17 +45,10 @@ COLUMNS = ["request_id", "call_type", "spend", "total_tokens", "prompt_tokens", 
            "request_tags", "team_id", "session_id", "status"]
 
 
-def _day(text: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a day (YYYY-MM-DD): {text!r}") from None
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dsn", help="postgresql://user:password@host:port/dbname of the LiteLLM proxy "
                                  "(default $THINKTAX_LITELLM_DSN, then $DATABASE_URL)")
-    p.add_argument("--since", type=_day, help="first UTC day to read when there is no cursor yet (YYYY-MM-DD)")
+    p.add_argument("--since", type=day_arg, help="first UTC day to read when there is no cursor yet (YYYY-MM-DD)")
     p.add_argument("--landing", help="landing folder (default $THINKTAX_LANDING or ./landing)")
     p.add_argument("--overlap-minutes", type=int, default=15, help="read again this far before the cursor (default 15)")
     p.add_argument("--batch-rows", type=int, default=5000, help="rows per round trip of the server-side cursor")
