@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
+from sources import contract
+
 
 class SourceFormatError(ValueError):
     """The whole file cannot be parsed. ``line``/``field`` point at the first problem."""
@@ -88,10 +90,15 @@ class SourceSpec:
     format: str  # e.g. "litellm_json"
     sniff: Sniffer  # (data, name) -> bool, from content (and name only as a tie-break)
     parse: Parser
-    # Natural key for de-duplication against rows already loaded into the same staging table.
-    # A row whose key and values match a loaded row is a duplicate; same key, other values is
-    # quarantined as 'conflicting_duplicate'. None: no key (catalog snapshots; newest file wins).
-    key: tuple[str, ...] | None = None
+    table: str  # the staging table its rows go to, e.g. "stg.requests" (declared in sources/contract.py)
+
+    @property
+    def key(self) -> tuple[str, ...] | None:
+        """Natural key for de-duplication against rows already loaded into the same staging table,
+        from the table's declaration (:mod:`sources.contract`). A row whose key and values match a
+        loaded row is a duplicate; same key, other values is quarantined as 'conflicting_duplicate'.
+        None: no key (catalog snapshots; newest file wins)."""
+        return contract.table(self.table).key
 
 _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 

@@ -145,7 +145,7 @@ def _num(v: Any) -> Any:
     return float(v) if isinstance(v, Decimal) else v
 
 
-def not_null(column: str, why: str = "key or required field (NOT NULL in the staging table)") -> Rule:
+def not_null(column: str, why: str = "key or required field") -> Rule:
     return Rule("ExpectColumnValuesToNotBeNull", {"column": column}, why)
 
 

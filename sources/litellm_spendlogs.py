@@ -190,4 +190,4 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     return Parsed(TABLE, good.select(_OUT), rejects, "litellm_spendlogs", side={SIDE: side})
 
 
-SPECS = [SourceSpec("telemetry/litellm_spendlogs", "litellm_spendlogs", sniff, parse, key=("request_id",))]
+SPECS = [SourceSpec("telemetry/litellm_spendlogs", "litellm_spendlogs", sniff, parse, TABLE)]

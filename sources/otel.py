@@ -314,4 +314,4 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
                   meta={"warnings": [] if out.num_rows else [f"{spans.num_rows} span(s), none a model call"]})
 
 
-SPECS = [SourceSpec("telemetry/otel", "otlp_json", sniff, parse, key=("request_id",))]
+SPECS = [SourceSpec("telemetry/otel", "otlp_json", sniff, parse, TABLE)]

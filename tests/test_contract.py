@@ -8,15 +8,18 @@ declaration column for column (name, type, NOT NULL, order), and every stg table
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import duckdb
 import pytest
 
 from sources import contract
+from sources.base import ParseContext, SourceFormatError
 from sources.contract import TABLES
 from sources.registry import all_specs
 from warehouse import days, expectations
 from warehouse.db import migrate
+from warehouse.ingest import _decode, _detect, folder_of
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +118,52 @@ def test_limits_are_defined_once():
     assert prices_gpu.MAX_USD_PER_GPU_HOUR is contract.MAX_USD_PER_GPU_HOUR
     assert requests.MAX_TOKENS is contract.MAX_TOKENS_PER_CALL
     assert not hasattr(expectations, "MAX_TOKENS_PER_CALL") or expectations.MAX_TOKENS_PER_CALL is contract.MAX_TOKENS_PER_CALL
+
+
+# ------------------------------------------------------------------------------------------------
+# What the parsers return is what the declaration says
+
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+# formats the corpus has no good file of: small inputs written here
+EXTRA = {
+    "catalog/deployments.csv": b"deployment,model,gpu_type,gpus,gpu_mem_gb,usd_per_gpu_hour\nd1,qwen3-32b,H100,2,80,2.95\n",
+    "catalog/substitutions.csv": b"from_model,to_model,thinking_ratio,output_ratio,note\no3,qwen3-32b,1.2,1,x\n",
+    "catalog/budgets.csv": b"team,monthly_usd,soft_pct\nsearch,1000,75\n",
+    "catalog/configs/qwen3-32b.json": b'{"num_hidden_layers": 64, "hidden_size": 5120}',
+}
+
+
+def _landed() -> list[tuple[str, bytes]]:
+    out = [(p.relative_to(case).as_posix(), p.read_bytes())
+           for case in sorted(CORPUS.iterdir()) if case.is_dir()
+           for p in sorted(case.rglob("*")) if p.is_file()]
+    return out + list(EXTRA.items())
+
+
+def test_every_parser_returns_the_declared_arrow_types():
+    specs = all_specs()
+    folders = {s.folder for s in specs}
+    ctx = ParseContext(ingested_at=dt.datetime(2025, 8, 1, tzinfo=dt.UTC), fx_usd_per_unit={"EUR": 1.08})
+    formats: set[str] = set()
+    for rel, data in _landed():
+        folder = folder_of(rel, folders)
+        if folder is None:
+            continue
+        try:
+            data = _decode(data, rel)
+            spec = _detect([s for s in specs if s.folder == folder], data, rel)
+            parsed = spec.parse(data, rel, ctx)
+        except SourceFormatError:
+            continue  # unreadable files are the corpus's business (tests/test_corpus.py)
+        assert parsed.table == spec.table, rel
+        for table, rows in [(parsed.table, parsed.rows), *parsed.side.items()]:
+            want = TABLES[table].arrow_schema()
+            assert "line" in rows.schema.names, rel
+            for f in rows.schema:
+                assert f.name in want.names, (rel, f.name)
+                assert f.type == want.field(f.name).type, (rel, f.name, f.type, want.field(f.name).type)
+        if parsed.rows.num_rows:
+            formats.add(spec.format)
+    # every format a landing folder can hold was seen with good rows
+    assert {s.format for s in specs} - formats == set()

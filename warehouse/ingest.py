@@ -267,6 +267,8 @@ class Ingestor:
     def _load(self, rel: str, sha: str, folder: str, nbytes: int, mtime_ns: int | None, spec: SourceSpec,
               parsed: Parsed) -> FileResult:
         table = parsed.table
+        if table != spec.table:  # the key the rows are de-duplicated on is the spec table's
+            raise RuntimeError(f"parser {spec.format} produced rows for {table}, its spec names {spec.table}")
         cols = self._table_columns(table)
         col_names = [c for c, _ in cols if c != "file_id"]
         incoming = parsed.rows
