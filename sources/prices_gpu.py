@@ -55,15 +55,14 @@ from decimal import Decimal
 
 from sources._price_common import (
     RowsBase,
-    CsvSheet,
     default_effective_from,
-    header_names,
     parse_day,
     parse_decimal,
     quantize,
     usd_rate,
 )
 from sources import contract
+from sources.csvutil import CsvSheet, header_names
 from sources.base import ParseContext, Parsed, Reject
 from sources.contract import GPU_PRICINGS, MAX_USD_PER_GPU_HOUR
 from sources.base import SourceSpec

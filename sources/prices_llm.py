@@ -78,16 +78,14 @@ from typing import Any
 
 from sources._price_common import (
     RowsBase,
-    CsvSheet,
-    decode_text,
     default_effective_from,
-    header_names,
     parse_day,
     parse_decimal,
     quantize,
     usd_rate,
 )
 from sources import contract
+from sources.csvutil import CsvSheet, decode_text, header_names
 from sources.base import ParseContext, Parsed, Reject, SourceFormatError, head_text
 from sources.contract import MAX_UPLIFT, MAX_USD_PER_MTOK, MAX_USD_PER_REQUEST
 from sources.base import SourceSpec
