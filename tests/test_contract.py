@@ -167,3 +167,8 @@ def test_every_parser_returns_the_declared_arrow_types():
             formats.add(spec.format)
     # every format a landing folder can hold was seen with good rows
     assert {s.format for s in specs} - formats == set()
+
+
+def test_docs_staging_md_is_up_to_date():
+    doc = Path(__file__).resolve().parents[1] / "docs" / "staging.md"
+    assert doc.read_text(encoding="utf-8") == contract.render_markdown(), "stale: run `make docs`"
