@@ -14,6 +14,8 @@ landing folder (used in messages only). A parser never touches DuckDB or Dagster
 The good rows are a ``pyarrow.Table`` whose columns match the staging table named in
 ``Parsed.table`` by name (extra columns are an error, missing nullable ones become NULL), plus
 an ``int64`` column ``line`` (1-based line in the file, or record number for JSON documents).
+Each staging table is declared once in :mod:`sources.contract`: its Arrow schema
+(``contract.table(name).arrow_schema()``), natural key and day column come from there.
 """
 
 from __future__ import annotations

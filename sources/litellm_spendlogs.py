@@ -36,7 +36,8 @@ import pyarrow.compute as pc
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.registry import SourceSpec
-from sources.requests import MAX_TOKENS, _lines
+from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS
+from sources.requests import _lines
 
 TABLE = "stg.requests"
 SIDE = "stg.reported_costs"

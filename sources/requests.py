@@ -131,7 +131,7 @@ _INTS = {
                              ("tool_prompt", "toolUsePromptTokenCount"))
     },
 }
-# service_tier as reported -> the tier priced; any other value is quarantined
+# service_tier as reported -> the tier priced (one of contract.SERVICE_TIERS, a test checks); any other value is quarantined
 _TIERS = {"default": "standard", "auto": "standard", "standard": "standard", "flex": "flex",
           "priority": "priority", "scale": "scale", "batch": "batch"}
 

@@ -172,3 +172,13 @@ def test_every_parser_returns_the_declared_arrow_types():
 def test_docs_staging_md_is_up_to_date():
     doc = Path(__file__).resolve().parents[1] / "docs" / "staging.md"
     assert doc.read_text(encoding="utf-8") == contract.render_markdown(), "stale: run `make docs`"
+
+
+def test_allowed_sets_cover_what_the_parsers_write():
+    from sources import prometheus, requests
+
+    assert set(requests._TIERS.values()) <= set(contract.SERVICE_TIERS)
+    assert {e for _, e in prometheus._ENGINE_PREFIXES} | {"other"} == set(contract.METRIC_ENGINES)
+    from sources import prices_gpu
+
+    assert prices_gpu.PRICINGS == contract.GPU_PRICINGS
