@@ -15,8 +15,10 @@ column(s) that place a row on a UTC day (daily partitions) and the rules its new
   ``warehouse/migrations`` are history and append-only; ``tests/test_contract.py`` checks that
   the migrated DDL of every stg table equals the declaration (names, types, NOT NULL, order),
   and that every stg table the migrations create is declared here, so the two cannot drift.
-  Adding a column: write its migration (``ALTER TABLE ... ADD COLUMN``, it lands last) and add
-  the column at the end of its declaration here.
+  Adding a column: add it at the end of its declaration here, then write its migration with
+  ``python -m sources.contract --ddl stg.<table> <column>`` (``ALTER TABLE ... ADD COLUMN``);
+  a new table: declare it, then ``python -m sources.contract --ddl stg.<table>`` writes its
+  ``CREATE TABLE``; then ``make docs``.
 
 This module sits at the bottom of ``sources/`` (it imports pyarrow only), so both the parsers
 and ``warehouse/`` may import it (the import-linter contracts in pyproject.toml).
@@ -324,6 +326,15 @@ class Table:
             lines.append(f"{text}  -- {c.doc}" if c.doc else text)
         head = f"-- {self.doc}\n" if self.doc else ""
         return f"{head}CREATE TABLE IF NOT EXISTS {self.name} (\n" + "\n".join(lines) + "\n);\n"
+
+    def add_column_sql(self, name: str) -> str:
+        """``ALTER TABLE ... ADD COLUMN`` for the migration that adds a column (declare it at the end of
+        its table: DuckDB appends it there). A column added to an existing table is nullable: rows
+        loaded before it have no value."""
+        c = self.column(name)
+        if not c.nullable:
+            raise ValueError(f"{self.name}.{name}: a column added to an existing table must be nullable")
+        return f"ALTER TABLE {self.name} ADD COLUMN IF NOT EXISTS {c.name} {c.type};  -- {c.doc}\n"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -839,12 +850,18 @@ def render_markdown() -> str:
     return "\n".join(out) + "\n"
 
 
-if __name__ == "__main__":  # python -m sources.contract docs/staging.md
+if __name__ == "__main__":
+    # python -m sources.contract docs/staging.md       the staging reference
+    # python -m sources.contract --ddl stg.new_table    CREATE TABLE for a new table's migration
+    # python -m sources.contract --ddl stg.t column     ALTER TABLE ... ADD COLUMN for a new column
     import sys
     from pathlib import Path
 
-    text = render_markdown()
-    if len(sys.argv) > 1:
-        Path(sys.argv[1]).write_text(text, encoding="utf-8")
+    args = sys.argv[1:]
+    if args[:1] == ["--ddl"]:
+        t = table(args[1])
+        sys.stdout.write(t.add_column_sql(args[2]) if len(args) > 2 else t.create_sql())
+    elif args:
+        Path(args[0]).write_text(render_markdown(), encoding="utf-8")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(render_markdown())

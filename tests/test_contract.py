@@ -59,6 +59,22 @@ def test_create_sql_builds_the_same_table_as_the_migrations(migrated):
     assert "usd_per_unit   DECIMAL(18,9) NOT NULL,  -- USD for one unit of the currency" in sql
 
 
+def test_add_column_sql_replays_migration_100(migrated):
+    # stg.requests as migration 030 created it, then its six pricing-modifier columns added the way
+    # a new migration would write them: the result is the migrated table
+    import dataclasses
+
+    fresh = duckdb.connect()
+    fresh.execute("CREATE SCHEMA stg")
+    t = contract.REQUESTS
+    fresh.execute(dataclasses.replace(t, columns=t.columns[:-6], rules=(), derived={}).create_sql())
+    for c in t.columns[-6:]:
+        fresh.execute(t.add_column_sql(c.name))
+    assert _ddl(fresh, "stg.requests") == _ddl(migrated, "stg.requests")
+    with pytest.raises(ValueError, match="must be nullable"):
+        t.add_column_sql("ts")
+
+
 def test_arrow_schema_is_line_plus_the_columns():
     s = contract.FX_RATES.arrow_schema()
     assert [(f.name, str(f.type)) for f in s] == [
