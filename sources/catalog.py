@@ -45,8 +45,14 @@ def _text(row: Row, field: str, *, required: bool = False) -> str | None:
     return value or None
 
 
-def _csv_parser(table: str, fmt: str, required: list[str], schema: pa.Schema,
-                convert: Callable[[Row], dict]) -> Callable[[bytes, str, ParseContext], Parsed]:
+def _csv_parser(table: str, fmt: str, convert: Callable[[Row], dict], *,
+                defaults: tuple[str, ...] = ()) -> Callable[[bytes, str, ParseContext], Parsed]:
+    """A catalog CSV parser: its header names the staging table's columns; the NOT NULL ones are
+    required (except ``defaults``, which ``convert`` fills in), the rows get the table's Arrow schema."""
+    declared = contract.table(table)
+    schema = declared.arrow_schema()
+    required = [c.name for c in declared.columns if not c.nullable and c.name not in defaults]
+
     def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         _, rows = read_rows(data, required=required, name=name)
         good: list[dict] = []
@@ -142,22 +148,11 @@ def _budget(row: Row) -> dict:
     }
 
 
-_MODELS_SCHEMA = contract.MODELS.arrow_schema()
-_NODES_SCHEMA = contract.NODES.arrow_schema()
-_DEPLOYMENTS_SCHEMA = contract.DEPLOYMENTS.arrow_schema()
-
-parse_models = _csv_parser("stg.models", "models_csv", ["model"], _MODELS_SCHEMA, _model)
-parse_nodes = _csv_parser("stg.nodes", "nodes_csv", ["node_id", "gpu_type", "gpus", "active_from"], _NODES_SCHEMA, _node)
-parse_deployments = _csv_parser(
-    "stg.deployments", "deployments_csv", ["deployment", "model", "gpu_type", "gpus"], _DEPLOYMENTS_SCHEMA, _deployment
-)
-
-_SUBSTITUTIONS_SCHEMA = contract.SUBSTITUTIONS.arrow_schema()
-_BUDGETS_SCHEMA = contract.BUDGETS.arrow_schema()
-parse_substitutions = _csv_parser("stg.substitutions", "substitutions_csv",
-                                  ["from_model", "to_model", "thinking_ratio", "output_ratio"],
-                                  _SUBSTITUTIONS_SCHEMA, _substitution)
-parse_budgets = _csv_parser("stg.budgets", "budgets_csv", ["team", "monthly_usd"], _BUDGETS_SCHEMA, _budget)
+parse_models = _csv_parser("stg.models", "models_csv", _model)
+parse_nodes = _csv_parser("stg.nodes", "nodes_csv", _node)
+parse_deployments = _csv_parser("stg.deployments", "deployments_csv", _deployment)
+parse_substitutions = _csv_parser("stg.substitutions", "substitutions_csv", _substitution)
+parse_budgets = _csv_parser("stg.budgets", "budgets_csv", _budget, defaults=("soft_pct",))  # soft_pct: 80
 
 
 def parse_config(data: bytes, name: str, ctx: ParseContext) -> Parsed:
