@@ -1,7 +1,8 @@
 """Helpers shared by the price-sheet parsers (:mod:`sources.prices_llm`, :mod:`sources.prices_gpu`).
 
-Price sheets are small (a few thousand records), so they are read with ``json`` and the one CSV
-reader, :class:`sources.csvutil.CsvSheet`, in Python. Money is parsed from text with :class:`decimal.Decimal` and never goes through a float.
+Price sheets are small (a few thousand records), so they are read in Python with ``json`` and the
+one CSV reader, :class:`sources.csvutil.CsvSheet`. Money is parsed from text with
+:class:`decimal.Decimal` and never goes through a float.
 """
 
 from __future__ import annotations
