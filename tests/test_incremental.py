@@ -186,13 +186,17 @@ def _same_as_full(wh: Path, landing: Path, tmp_path: Path) -> None:
 
 # the models that read LLM prices (core.llm_price_versions), directly or through other models
 LLM_PRICE_READERS = {
-    "core.llm_price_versions", "core.model_map", "core.call_costs", "core.call_kv", "core.call_profiles",
+    "core.llm_price_versions", "core.model_map", "core.call_costs",
     "core.daily_call_totals", "core.self_hosted_usage_cost", "marts.bill_reconciliation", "marts.daily_spend",
-    "marts.task_costs", "marts.unpriced_usage", "marts.kv_thinking_share", "marts.focus_costs", "marts.tier_mix",
+    "marts.task_costs", "marts.unpriced_usage", "marts.focus_costs", "marts.tier_mix",
     "marts.node_hours", "marts.cost_per_task", "marts.task_cost_breakdown",
     # issues 14, 15, 18: marts over core.call_costs
-    "marts.price_basis_mix", "marts.budget_status", "marts.cost_crosscheck", "marts.peak_concurrency",
+    "marts.price_basis_mix", "marts.budget_status", "marts.cost_crosscheck",
 }
+# issue 17, calls before costs: what reads only calls and tokens reads core.calls, not core.call_costs,
+# so a new price sheet leaves it alone
+NOT_PRICE_READERS = {"core.calls", "core.tasks", "core.self_hosted_allocation", "core.call_kv", "core.call_profiles",
+                     "marts.kv_thinking_share", "marts.peak_concurrency"}
 
 
 def test_a_new_price_sheet_rebuilds_from_its_first_changed_day_only_what_reads_prices(generated, tmp_path: Path):
@@ -210,6 +214,7 @@ def test_a_new_price_sheet_rebuilds_from_its_first_changed_day_only_what_reads_p
     assert not scope.full, scope.reason
     assert scope.price_from == d(1)
     assert scope.tables == frozenset(LLM_PRICE_READERS)
+    assert not NOT_PRICE_READERS & scope.tables
     # the tables that do not read prices were kept: the dims, the allocation, the node hours' cost
     with read_only(wh) as con:
         modes = dict(con.execute("SELECT table_name, build_id FROM ops.model_builds").fetchall())
