@@ -35,7 +35,10 @@ def test_every_model_has_a_valid_header_and_a_grain():
     models = load_models()
     assert len(models) >= 26
     kinds = {m.table: m.kind for m in models}
-    assert kinds["core.calls"] == "view"
+    # issue 17: calls before costs -- core.calls is the first per-call table, marts.cost_per_task
+    # the compatibility view of marts.task_cost_breakdown (the task's attributes named task_*)
+    assert kinds["core.calls"] == "incremental_by_day" and kinds["core.tasks"] == "incremental_by_day"
+    assert kinds["marts.cost_per_task"] == "view"
     assert kinds["core.call_profiles"] == "incremental_by_month"
     assert {m.table for m in models if m.halo} == {"core.self_hosted_usage_cost", "marts.node_hours", "marts.peak_concurrency"}
     assert all(m.grain for m in models)
@@ -43,6 +46,13 @@ def test_every_model_has_a_valid_header_and_a_grain():
 
 def test_dependencies_come_from_the_syntax_tree_not_string_literals():
     deps = {m.table: m.deps for m in load_models()}
+    # the per-call chain runs one way: calls -> tasks / self_hosted_allocation -> call_costs -> marts
+    assert deps["core.calls"] == {"stg.requests", "ops.settings", "core.dim_nodes"}
+    assert deps["core.tasks"] == {"core.calls"}
+    assert deps["core.self_hosted_allocation"] == {"core.calls", "core.node_hours_cost"}
+    assert "core.calls" in deps["core.call_costs"] and "stg.requests" not in deps["core.call_costs"]
+    assert deps["marts.task_costs"] == {"core.tasks", "core.call_costs", "ops.settings"}
+    assert deps["marts.cost_per_task"] == {"marts.task_cost_breakdown"}
     # focus_costs writes 'stg.focus_costs' as a string literal (x_Source); it reads core.billed_lines
     assert "stg.focus_costs" not in deps["marts.focus_costs"]
     assert "core.billed_lines" in deps["marts.focus_costs"]

@@ -474,7 +474,8 @@ def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[
         row.rows = data.history_calls
     with phase(results, "  one per-call table written (CTAS of stg.requests)", log=log) as row:
         # what writing one per-call table into the warehouse file costs by itself: the rebuild
-        # writes one (core.call_costs) plus one row per task (marts.task_costs)
+        # writes two (core.calls, money-free, and core.call_costs) plus one row per task (core.tasks,
+        # marts.task_costs)
         con.execute("CREATE TABLE core._bench_copy AS SELECT * FROM stg.requests")
         con.execute("CHECKPOINT")
         row.rows = _count(con, "core._bench_copy")

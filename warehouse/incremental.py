@@ -380,6 +380,10 @@ def restamp(con: duckdb.DuckDBPyConnection, table: str, build_id: str | None) ->
     so that every mart of a snapshot still carries the same build id."""
     if build_id is None or "build_id" not in _columns(con, table):
         return
+    schema, name = table.split(".")
+    if con.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ? AND table_type = 'VIEW'",
+                   [schema, name]).fetchall():
+        return  # a view (marts.cost_per_task) shows its table's build ids
     con.execute(f"UPDATE {table} SET build_id = ? WHERE build_id IS DISTINCT FROM ?", [build_id, build_id])
 
 

@@ -91,6 +91,10 @@ def _build(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope | None)
         con.execute(f"CREATE OR REPLACE VIEW {model.table} AS {incremental.render(model.sql, scope, full=True)}")
         incremental.record(con, model.table, model.sql, "view", 0, build_id)
     elif scope is None or scope.is_full(model.table) or model.incremental is None:
+        schema, name = model.table.split(".")
+        if con.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ? "
+                       "AND table_type = 'VIEW'", [schema, name]).fetchall():
+            con.execute(f"DROP VIEW {model.table}")  # it was a view in an older warehouse (core.calls until issue 17)
         con.execute(f"CREATE OR REPLACE TABLE {model.table} AS {incremental.render(model.sql, scope, full=True)}")
         incremental.record(con, model.table, model.sql, "full", 0, build_id)
     else:

@@ -79,7 +79,7 @@ calls AS (
     SELECT request_id, ts, day, hour, model, serving, node_id, team, task_id, latency_ms,
            prompt_tokens, thinking_tokens, output_tokens,
            thinking_tokens + output_tokens AS generated_tokens
-    FROM core.call_costs
+    FROM core.calls
     WHERE core.in_build_days(day)
 ),
 joined AS (

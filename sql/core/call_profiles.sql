@@ -9,7 +9,7 @@
 WITH calls AS (
     SELECT model, CAST(date_trunc('month', day) AS DATE) AS month, serving,
            prompt_tokens, thinking_tokens, output_tokens
-    FROM core.call_costs
+    FROM core.calls
     WHERE core.in_build_months(CAST(date_trunc('month', day) AS DATE))
 ),
 counts AS (

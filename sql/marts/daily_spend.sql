@@ -1,5 +1,6 @@
 -- Spend per day by where it comes from.
--- reasoning_cost_usd is the thinking tokens' part of cost_usd.
+-- reasoning_cost_usd is the thinking tokens' part of cost_usd. day and team are each call's own
+-- (its task's are in marts.task_cost_breakdown: task_day, task_team).
 -- api_bill rows: counted billed amounts per day x provider x model (model NULL for billed lines that
 -- name no model); bills carry no team, so team is 'unknown'; reasoning_cost_usd and calls are NULL
 -- (a bill does not split out thinking tokens or count calls). api_bill bills the same usage that

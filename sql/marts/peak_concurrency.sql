@@ -20,12 +20,12 @@
 -- @halo: true
 WITH calls AS (
     SELECT model, ts - to_microseconds(CAST(round(latency_ms * 1000) AS BIGINT)) AS started, ts AS ended
-    FROM core.call_costs
+    FROM core.calls
     WHERE latency_ms IS NOT NULL AND latency_ms >= 0 AND core.in_build_context(day)
 ),
 missing AS (
     SELECT model, day, count(*) AS calls_without_latency
-    FROM core.call_costs WHERE latency_ms IS NULL AND core.in_build_days(day) GROUP BY ALL
+    FROM core.calls WHERE latency_ms IS NULL AND core.in_build_days(day) GROUP BY ALL
 ),
 spans AS (
     SELECT model, date_trunc('hour', min(started)) AS first_hour, date_trunc('hour', max(ended)) AS last_hour

@@ -1,5 +1,6 @@
 -- How calls and spend split between the fast / medium / full tiers, against the target mix.
--- share_of_calls / share_of_cost are within (day, team). cost_at_target_mix_usd is what that
+-- day, team and tier are each call's own (its task's are in marts.task_cost_breakdown: task_day,
+-- task_team, task_tier). share_of_calls / share_of_cost are within (day, team). cost_at_target_mix_usd is what that
 -- tier would cost if the (day, team)'s calls followed the target mix at this tier's cost per call
 -- (the (day, team, tier)'s own average, or the tier's average over all data when it has no calls).
 -- @kind: full

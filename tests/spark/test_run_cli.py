@@ -46,3 +46,13 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     # t1 = r1 + r4, thinking 0.18 + 56.64; its tier is r1's (full)
     t1 = spark.sql("SELECT cost_usd, thinking_cost_usd, tier FROM marts.task_costs WHERE task_id = 't1'").collect()[0]
     assert (t1["cost_usd"], t1["thinking_cost_usd"], t1["tier"]) == (R1 + R4, D("56.82"), "full")
+
+    # `thinktax sql --engine spark` registers the tables a run left (attach) and re-creates the view
+    # models over them: marts.cost_per_task is the old-named view of marts.task_cost_breakdown (issue 17)
+    from warehouse.spark.pipeline import attach  # noqa: PLC0415
+
+    spark.sql("DROP VIEW marts.cost_per_task")
+    assert "marts.cost_per_task" in attach(spark, tmp_path / "spark")
+    again = sorted((str(r["day"]), r["team"], r["task_type"], r["model"], r["serving"], r["tier"], r["tasks"], r["calls"],
+                    r["cost_usd"], r["cost_per_task_usd"]) for r in spark.table("marts.cost_per_task").collect())
+    assert again == rows

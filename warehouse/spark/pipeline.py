@@ -59,7 +59,8 @@ def local_session(spark_warehouse: Path):  # noqa: ANN201
 def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
     """Register the Parquet tables a local run left under ``spark_warehouse`` in this session's
     (in-memory) catalog, for `thinktax sql --engine spark`; returns them. Partitions are found
-    from the folder layout (``day=.../``). The view core.calls is not restored."""
+    from the folder layout (``day=.../``). Then the view models (``marts.cost_per_task``, the old
+    name of ``marts.task_cost_breakdown``) are created anew over them."""
     from warehouse.sqlmodel import load_models  # noqa: PLC0415
 
     out = []
@@ -82,6 +83,13 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
         if not spark.catalog.tableExists(f"{schema}.{name}"):
             spark.sql(f"CREATE TABLE {schema}.{name} USING parquet LOCATION '{t}'")
             out.append(f"{schema}.{name}")
+    from warehouse.spark.build import build as build_model  # noqa: PLC0415
+
+    for m in load_models():  # dependency order: a view's tables are registered above
+        if m.view and not spark.catalog.tableExists(m.table):
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {m.schema}")
+            build_model(spark, m)
+            out.append(m.table)
     return out
 
 
