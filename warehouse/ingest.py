@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from sources.base import Parsed, ParseContext, SourceFormatError
 from sources.registry import SourceSpec, all_specs
+from sources.requests_many import BATCH_PARSERS
 
 log = logging.getLogger("thinktax.ingest")
 
@@ -46,6 +47,12 @@ _FILE_COLUMNS = (
     "file_id, file, sha256, folder, format, target_table, status, rows_in, rows_loaded, rows_duplicate, "
     "rows_quarantined, effective_from, bytes, ingested_at, file_mtime_ns"
 )
+
+# Parsing several small files of one format in one query (sources/requests_many.py): at most this
+# many files or bytes at once, looking at most this many queued files ahead.
+BATCH_FILES = 64
+BATCH_BYTES = 64 << 20
+BATCH_LOOKAHEAD = 1000
 
 REJECTS_SCHEMA = pa.schema(
     [("line", pa.int64()), ("field", pa.string()), ("reason", pa.string()), ("raw", pa.string())]
@@ -140,6 +147,9 @@ class Ingestor:
                                 otel_team_attribute=self._setting("otel_team_attribute", "service.namespace"))
         self._columns: dict[str, list[tuple[str, bool]]] = {}
         self._seen: set[tuple[str, int, int]] | None = None  # (file, bytes, mtime_ns) ingested before
+        self._queue: list[Path] = []  # the files after the one being ingested (ingest())
+        # rel -> (sha256, context, parse result) of files parsed ahead with an earlier one (_parse)
+        self._ahead: dict[str, tuple[str, ParseContext, Parsed | Exception]] = {}
 
     def _fx_rates(self) -> dict[str, object]:
         """USD per unit of each currency: the newest rate in stg.fx_rates (fx/ files)."""
@@ -201,10 +211,12 @@ class Ingestor:
         # currency rates first, so sheets and bills landed with their rate file can be converted
         todo = sorted(todo, key=lambda p: not p.relative_to(self.landing).as_posix().startswith("fx/"))
         self._seen = self._load_seen()
-        for path in todo:
+        self._ahead.clear()
+        for i, path in enumerate(todo):
             rel = path.relative_to(self.landing).as_posix()
             if progress:
                 progress(rel)
+            self._queue = todo[i + 1:]
             result = self.ingest_file(path, rel, folders)
             summary.files.append(result)
             if result.table == "stg.fx_rates":
@@ -238,11 +250,57 @@ class Ingestor:
                 )
             data = _decode(raw, rel)
             spec = _detect([s for s in self.specs if s.folder == folder], data, rel)
-            parsed = spec.parse(data, rel, self.ctx)
+            parsed = self._parse(spec, data, rel, sha, folders)
         except SourceFormatError as exc:
             log.warning("%s: %s", rel, exc)
             return self._record_unreadable(rel, sha, folder, len(raw), mtime_ns, exc)
         return self._load(rel, sha, folder, len(raw), mtime_ns, spec, parsed)
+
+    def _parse(self, spec: SourceSpec, data: bytes, rel: str, sha: str, folders: set[str]) -> Parsed:
+        """``spec.parse(data, rel, ctx)``. For a format with a batch parser (sources/requests_many.py),
+        this file and the next new files of the same format are parsed in one go; their results are
+        kept for when the loop reaches them, and used only if the file's bytes (sha256) and the
+        parse context are the same then."""
+        ahead = self._ahead.pop(rel, None)
+        if ahead is None or ahead[0] != sha or ahead[1] is not self.ctx:
+            batch = BATCH_PARSERS.get(spec.format)
+            if batch is None:
+                return spec.parse(data, rel, self.ctx)
+            items = [(data, rel, sha), *self._next_of_format(spec, folders)]
+            results = batch([(d, r) for d, r, _ in items], self.ctx)
+            for (_d, r, h), result in zip(items, results, strict=True):
+                self._ahead[r] = (h, self.ctx, result)
+            ahead = self._ahead.pop(rel)
+        result = ahead[2]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _next_of_format(self, spec: SourceSpec, folders: set[str]) -> list[tuple[bytes, str, str]]:
+        """(data, rel, sha256) of the next new files in the queue that ``spec`` reads, up to
+        BATCH_FILES files / BATCH_BYTES bytes; files it cannot read are left for the loop."""
+        out: list[tuple[bytes, str, str]] = []
+        nbytes = 0
+        for path in self._queue[:BATCH_LOOKAHEAD]:
+            if len(out) + 1 >= BATCH_FILES or nbytes >= BATCH_BYTES:
+                break
+            rel = path.relative_to(self.landing).as_posix()
+            try:
+                st = path.stat()
+                if self._unchanged(rel, st) or folder_of(rel, folders) != spec.folder:
+                    continue
+                raw = path.read_bytes()
+                sha = hashlib.sha256(raw).hexdigest()
+                if self._known(sha):
+                    continue
+                data = _decode(raw, rel)
+                if _detect([s for s in self.specs if s.folder == spec.folder], data, rel).format != spec.format:
+                    continue
+            except (OSError, SourceFormatError):
+                continue
+            out.append((data, rel, sha))
+            nbytes += len(data)
+        return out
 
     def _record_unreadable(self, rel: str, sha: str, folder: str | None, nbytes: int, mtime_ns: int | None,
                            exc: SourceFormatError) -> FileResult:
