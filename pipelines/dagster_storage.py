@@ -38,7 +38,15 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     SqliteEventLogStorage,
 )
 from dagster._core.storage.sql import create_engine
-from dagster._core.storage.sqlite_storage import DagsterSqliteStorage, _event_logs_directory
+from dagster._core.storage.base_storage import DagsterStorage
+from dagster._core.storage.sqlite_storage import (  # the classes Dagster's own SQLite storage uses
+    DagsterSqliteStorage,
+    SqliteRunStorage,
+    SqliteScheduleStorage,
+    _event_logs_directory,
+    _runs_directory,
+    _schedule_directory,
+)
 from dagster._serdes import ConfigurableClassData
 from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Engine
@@ -150,8 +158,13 @@ class ThinktaxSqliteStorage(DagsterSqliteStorage):
     """
 
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None):
-        super().__init__(base_dir, inst_data=inst_data)
+        # DagsterSqliteStorage.__init__ with the pooled event log (not one made and thrown away)
+        self.base_dir = base_dir
+        self._run_storage = SqliteRunStorage.from_local(_runs_directory(base_dir))
         self._event_log_storage = PooledSqliteEventLogStorage(_event_logs_directory(base_dir))
+        self._schedule_storage = SqliteScheduleStorage.from_local(_schedule_directory(base_dir))
+        self._inst_data = inst_data
+        DagsterStorage.__init__(self)
 
     @classmethod
     def from_config_value(cls, inst_data: ConfigurableClassData, config_value: Any) -> ThinktaxSqliteStorage:  # type: ignore[override]

@@ -28,7 +28,7 @@ import hashlib
 import logging
 import os
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +37,6 @@ import pyarrow as pa
 
 from sources.base import Parsed, ParseContext, SourceFormatError
 from sources.registry import SourceSpec, all_specs
-from sources.requests_many import BATCH_PARSERS
 
 log = logging.getLogger("thinktax.ingest")
 
@@ -134,6 +133,29 @@ def _detect(specs: list[SourceSpec], data: bytes, rel: str) -> SourceSpec:
     raise SourceFormatError(f"unknown format (tried: {names})")
 
 
+class _Folders:
+    """The landing sub-folders the parsers read (a read-only set), worked out on first use: the
+    parsers are imported only when a new file is looked at."""
+
+    def __init__(self, ingestor: Ingestor):
+        self._ingestor = ingestor
+        self._set: frozenset[str] | None = None
+
+    def _get(self) -> frozenset[str]:
+        if self._set is None:
+            self._set = frozenset(s.folder for s in self._ingestor.specs)
+        return self._set
+
+    def __iter__(self):  # noqa: ANN204
+        return iter(self._get())
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._get()
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
 class Ingestor:
     """Ingests landing files into one (build) warehouse connection."""
 
@@ -142,7 +164,7 @@ class Ingestor:
         self.con = con
         self.landing = landing
         self.now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        self.specs = specs if specs is not None else all_specs()
+        self._specs = specs  # None: every parser, imported when the first new file needs one
         self.ctx = ParseContext(ingested_at=self.now, fx_usd_per_unit=self._fx_rates(),
                                 otel_team_attribute=self._setting("otel_team_attribute", "service.namespace"))
         self._columns: dict[str, list[tuple[str, bool]]] = {}
@@ -150,6 +172,13 @@ class Ingestor:
         self._queue: list[Path] = []  # the files after the one being ingested (ingest())
         # rel -> (sha256, context, parse result) of files parsed ahead with an earlier one (_parse)
         self._ahead: dict[str, tuple[str, ParseContext, Parsed | Exception]] = {}
+
+    @property
+    def specs(self) -> list[SourceSpec]:
+        """The parsers. A run with no new file never imports them (polars, pandas, ...)."""
+        if self._specs is None:
+            self._specs = all_specs()
+        return self._specs
 
     def _fx_rates(self) -> dict[str, object]:
         """USD per unit of each currency: the newest rate in stg.fx_rates (fx/ files)."""
@@ -206,7 +235,7 @@ class Ingestor:
     # -- one file ----------------------------------------------------------------------------
     def ingest(self, paths: list[Path] | None = None, progress: Callable[[str], None] | None = None) -> IngestSummary:
         summary = IngestSummary()
-        folders = {s.folder for s in self.specs}
+        folders = _Folders(self)
         todo = paths if paths is not None else landing_files(self.landing)
         # currency rates first, so sheets and bills landed with their rate file can be converted
         todo = sorted(todo, key=lambda p: not p.relative_to(self.landing).as_posix().startswith("fx/"))
@@ -223,7 +252,7 @@ class Ingestor:
                 self.ctx = dataclasses.replace(self.ctx, fx_usd_per_unit=self._fx_rates())
         return summary
 
-    def ingest_file(self, path: Path, rel: str, folders: set[str]) -> FileResult:
+    def ingest_file(self, path: Path, rel: str, folders: Collection[str]) -> FileResult:
         before = path.stat()
         if self._unchanged(rel, before):
             return FileResult(rel, "already_ingested")
@@ -256,13 +285,15 @@ class Ingestor:
             return self._record_unreadable(rel, sha, folder, len(raw), mtime_ns, exc)
         return self._load(rel, sha, folder, len(raw), mtime_ns, spec, parsed)
 
-    def _parse(self, spec: SourceSpec, data: bytes, rel: str, sha: str, folders: set[str]) -> Parsed:
+    def _parse(self, spec: SourceSpec, data: bytes, rel: str, sha: str, folders: Collection[str]) -> Parsed:
         """``spec.parse(data, rel, ctx)``. For a format with a batch parser (sources/requests_many.py),
         this file and the next new files of the same format are parsed in one go; their results are
         kept for when the loop reaches them, and used only if the file's bytes (sha256) and the
         parse context are the same then."""
         ahead = self._ahead.pop(rel, None)
         if ahead is None or ahead[0] != sha or ahead[1] is not self.ctx:
+            from sources.requests_many import BATCH_PARSERS  # noqa: PLC0415 - with the parsers, when one is needed
+
             batch = BATCH_PARSERS.get(spec.format)
             if batch is None:
                 return spec.parse(data, rel, self.ctx)
@@ -276,7 +307,7 @@ class Ingestor:
             raise result
         return result
 
-    def _next_of_format(self, spec: SourceSpec, folders: set[str]) -> list[tuple[bytes, str, str]]:
+    def _next_of_format(self, spec: SourceSpec, folders: Collection[str]) -> list[tuple[bytes, str, str]]:
         """(data, rel, sha256) of the next new files in the queue that ``spec`` reads, up to
         BATCH_FILES files / BATCH_BYTES bytes; files it cannot read are left for the loop."""
         out: list[tuple[bytes, str, str]] = []
