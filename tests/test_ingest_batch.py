@@ -97,3 +97,20 @@ def test_a_failing_batch_query_falls_back_to_one_file_at_a_time(tmp_path, monkey
     _, many = _ingest(landing, tmp_path / "many.duckdb", monkeypatch, 64)
     assert batches  # the batch was tried ...
     assert many == one  # ... and each file was parsed alone after it failed
+
+
+def test_the_registry_parser_is_batched(tmp_path, monkeypatch):
+    """The batch path is the one a real ingest takes: fewer request queries than request files."""
+    from sources import requests, requests_many
+
+    landing = write_files(tmp_path / "landing", {f"telemetry/requests/{k:02d}.jsonl": _calls(f"r{k}-", 3) for k in range(10)})
+    real, calls = requests.run_lines, []
+
+    def counted(table, ctx, allow_empty=False):
+        calls.append(table.num_rows)
+        return real(table, ctx, allow_empty)
+
+    monkeypatch.setattr(requests_many.requests, "run_lines", counted)
+    summary, tables = _ingest(landing, tmp_path / "w.duckdb", monkeypatch, 64)
+    assert [f.rows_loaded for f in summary.files] == [3] * 10
+    assert calls == [30]  # one query for the ten files

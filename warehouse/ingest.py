@@ -294,7 +294,7 @@ class Ingestor:
         if ahead is None or ahead[0] != sha or ahead[1] is not self.ctx:
             from sources.requests_many import BATCH_PARSERS  # noqa: PLC0415 - with the parsers, when one is needed
 
-            batch = BATCH_PARSERS.get(spec.format)
+            batch = BATCH_PARSERS.get(spec.parse)
             if batch is None:
                 return spec.parse(data, rel, self.ctx)
             items = [(data, rel, sha), *self._next_of_format(spec, folders)]
@@ -325,7 +325,7 @@ class Ingestor:
                 if self._known(sha):
                     continue
                 data = _decode(raw, rel)
-                if _detect([s for s in self.specs if s.folder == spec.folder], data, rel).format != spec.format:
+                if _detect([s for s in self.specs if s.folder == spec.folder], data, rel) is not spec:
                     continue
             except (OSError, SourceFormatError):
                 continue
