@@ -198,3 +198,24 @@ def test_markdown_head_escapes_cells():
     text = markdown_head(["a|b", "c"], [("x|y", None), ("line\nbreak", "z" * 50)])
     assert text.splitlines() == [
         "| a\\|b | c |", "|---|---|", "| x\\|y | NULL |", f"| line break | {'z' * 39}… |"]
+
+
+def test_apply_writes_only_what_differs_and_restores_what_a_rebuild_dropped():
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA marts; CREATE TABLE marts.daily_spend (day DATE, cost_usd DECIMAL(18,6))")
+    comments.apply(con)
+    expected = comments.COLUMNS["marts.daily_spend"]["cost_usd"]
+    writes: list[str] = []
+
+    class Spy:  # counts the COMMENT ON statements apply issues
+        def execute(self, sql, *a):
+            if sql.startswith("COMMENT ON"):
+                writes.append(sql)
+            return con.execute(sql, *a)
+
+    assert comments.apply(Spy()) == [] and writes == []  # everything already in place: nothing written
+    con.execute("COMMENT ON COLUMN marts.daily_spend.cost_usd IS 'edited by hand'")
+    con.execute("CREATE OR REPLACE TABLE marts.daily_spend AS SELECT * FROM marts.daily_spend")  # a rebuild drops comments
+    comments.apply(Spy())
+    assert con.execute("SELECT comment FROM duckdb_columns() WHERE column_name = 'cost_usd'").fetchall()[0][0] == expected
+    assert len(writes) == 1 + 2  # the table's comment and its two columns', nothing else

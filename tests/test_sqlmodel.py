@@ -147,3 +147,31 @@ def test_every_model_renders_for_spark():
 
     models = load_spark_models()  # raises RenderError naming the file and construct otherwise
     assert {m.table for m in models} == {m.table for m in load_models()}
+
+
+def test_model_refs_are_cached_by_text_and_equal_a_fresh_parse(tmp_path, monkeypatch):
+    """The refs cache (a JSON file, so a process need not re-parse ~30 files with sqlglot) gives
+    exactly what a fresh parse gives, and a changed text is parsed again."""
+    monkeypatch.setenv("THINKTAX_CACHE_DIR", str(tmp_path))
+    sqlmodel._load.cache_clear()
+    try:
+        first = {m.table: m.deps for m in sqlmodel._load()}  # parses, writes the cache
+        cache_file = tmp_path / "sql_model_refs.json"
+        assert cache_file.exists()
+        sqlmodel._load.cache_clear()
+        second = {m.table: m.deps for m in sqlmodel._load()}  # read from the cache
+    finally:
+        sqlmodel._load.cache_clear()
+    assert second == first
+    for m in load_models():  # each entry is what sqlglot finds in the file now
+        fresh = sqlmodel.table_refs(sqlmodel.parse(m.sql, m.path)) - {m.table}
+        assert first[m.table] == fresh, m.table
+    # an entry is used only for the exact text it was made from
+    sql = "-- @kind: full\n-- @grain: g\nSELECT * FROM stg.requests"
+    cached: dict[str, list[str]] = {}
+    assert sqlmodel.model_refs(sql, "x.sql", cached) == {"stg.requests"}
+    (key,) = cached
+    cached[key] = ["core.poisoned"]  # a stored answer is trusted for the same text ...
+    assert sqlmodel.model_refs(sql, "x.sql", cached) == {"core.poisoned"}
+    changed = sql.replace("stg.requests", "stg.llm_prices")  # ... and never for another
+    assert sqlmodel.model_refs(changed, "x.sql", cached) == {"stg.llm_prices"}

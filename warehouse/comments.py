@@ -493,25 +493,32 @@ def existing_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str
 
 
 def apply(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Write the comments into the warehouse; returns the columns that have none (``schema.table.column``)."""
-    relations = dict(con.execute(
-        "SELECT schema_name || '.' || table_name, 'TABLE' FROM duckdb_tables() "
+    """Write the comments into the warehouse; returns the columns that have none (``schema.table.column``).
+
+    Only comments that differ from the stored ones are written (one ``COMMENT ON`` costs a catalog
+    write; a run that replaced a few tables, or none, rewrites only theirs)."""
+    relations = {(s, n): (kind, c) for s, n, kind, c in con.execute(
+        "SELECT schema_name, table_name, 'TABLE', comment FROM duckdb_tables() "
         "WHERE database_name = current_database() AND schema_name IN ('marts', 'ops') "
-        "UNION ALL SELECT schema_name || '.' || view_name, 'VIEW' FROM duckdb_views() "
+        "UNION ALL SELECT schema_name, view_name, 'VIEW', comment FROM duckdb_views() "
         "WHERE database_name = current_database() AND schema_name IN ('marts', 'ops') AND NOT internal"
-    ).fetchall())
-    for table, kind in relations.items():
-        text = table_comment(table)
-        if text:
-            schema, name = table.split(".")
+    ).fetchall()}
+    for (schema, name), (kind, stored) in relations.items():
+        text = table_comment(f"{schema}.{name}")
+        if text and text != stored:
             con.execute(f"COMMENT ON {kind} {_ident(schema)}.{_ident(name)} IS {_literal(text)}")
+    stored_columns = {(s, t, c): comment for s, t, c, comment in con.execute(
+        "SELECT schema_name, table_name, column_name, comment FROM duckdb_columns() "
+        "WHERE database_name = current_database() AND schema_name IN ('marts', 'ops')"
+    ).fetchall()}
     missing = []
     for schema, name, column in existing_columns(con):
         text = column_comment(f"{schema}.{name}", column)
         if text is None:
             missing.append(f"{schema}.{name}.{column}")
             continue
-        con.execute(f"COMMENT ON COLUMN {_ident(schema)}.{_ident(name)}.{_ident(column)} IS {_literal(text)}")
+        if text != stored_columns.get((schema, name, column)):
+            con.execute(f"COMMENT ON COLUMN {_ident(schema)}.{_ident(name)}.{_ident(column)} IS {_literal(text)}")
     return missing
 
 

@@ -31,11 +31,15 @@ Nothing here imports warehouse.incremental or warehouse.transform (they import t
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
 from graphlib import TopologicalSorter
 from importlib import resources
+from pathlib import Path
 
 SCHEMAS = ("core", "marts")
 # the schemas a model can read from; any other qualified name is not a warehouse table
@@ -187,9 +191,64 @@ def table_refs(tree) -> set[str]:  # noqa: ANN001
     return out
 
 
-def _model(schema: str, name: str, sql: str, path: str) -> SqlModel:
-    header = parse_header(sql, path)
+# -- what each model reads, remembered between processes ---------------------------------------
+# sqlglot parses the ~30 model files in 1-2 s, paid by every process that loads the Dagster
+# definitions (each `thinktax run`). The tables each file reads are stored in a small JSON file
+# keyed by a hash of the sqlglot version and the file's text, so a file is parsed again only when
+# it (or sqlglot) changed. A cache that cannot be read or written is simply not used.
+
+def _cache_file() -> Path:
+    base = os.environ.get("THINKTAX_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "thinktax")
+    return Path(base) / "sql_model_refs.json"
+
+
+@cache
+def _sqlglot_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("sqlglot")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _refs_key(sql: str) -> str:
+    return hashlib.sha256(f"sqlglot {_sqlglot_version()}\0{sql}".encode()).hexdigest()
+
+
+def _read_refs_cache() -> dict[str, list[str]]:
+    try:
+        data = json.loads(_cache_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_refs_cache(entries: dict[str, list[str]]) -> None:
+    path = _cache_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(entries, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
+    except OSError:
+        pass
+
+
+def model_refs(sql: str, path: str, cached: dict[str, list[str]] | None = None) -> set[str]:
+    """table_refs(parse(sql)), from ``cached`` (the refs cache) when this exact text was parsed before."""
+    key = _refs_key(sql)
+    if cached is not None and isinstance(cached.get(key), list):
+        return set(cached[key])
     refs = table_refs(parse(sql, path))
+    if cached is not None:
+        cached[key] = sorted(refs)
+    return refs
+
+
+def _model(schema: str, name: str, sql: str, path: str, cached: dict[str, list[str]] | None = None) -> SqlModel:
+    header = parse_header(sql, path)
+    refs = model_refs(sql, path, cached)
     refs.discard(f"{schema}.{name}")
     incremental = header.kind.removeprefix("incremental_by_") if header.kind.startswith("incremental_by_") else None
     return SqlModel(schema, name, sql, frozenset(refs), incremental=incremental, halo=header.halo,
@@ -199,13 +258,18 @@ def _model(schema: str, name: str, sql: str, path: str) -> SqlModel:
 @cache
 def _load() -> tuple[SqlModel, ...]:
     found: dict[str, SqlModel] = {}
+    cached = _read_refs_cache()
+    before = dict(cached)
     for schema in SCHEMAS:
         folder = resources.files("sql").joinpath(schema)
         for f in sorted(folder.iterdir(), key=lambda p: p.name):
             if not f.name.endswith(".sql"):
                 continue
             name = f.name[:-4]
-            found[f"{schema}.{name}"] = _model(schema, name, f.read_text(encoding="utf-8"), f"sql/{schema}/{f.name}")
+            found[f"{schema}.{name}"] = _model(schema, name, f.read_text(encoding="utf-8"), f"sql/{schema}/{f.name}", cached)
+    if cached != before:
+        current = {_refs_key(m.sql) for m in found.values()}
+        _write_refs_cache({k: v for k, v in cached.items() if k in current})  # only today's files: no growth
     graph = {t: {d for d in m.deps if d in found} for t, m in found.items()}
     order = TopologicalSorter(graph).static_order()
     return tuple(found[t] for t in order)

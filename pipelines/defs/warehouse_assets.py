@@ -290,7 +290,9 @@ with warnings.catch_warnings():
                     continue
                 if e.deps & failed:
                     continue
-                if scope.full or scope.tables is None or e.deps & changed:
+                # a mart the published warehouse lacks (built before it existed, or by a direct
+                # build of the SQL models only) is built, never "kept"
+                if scope.full or scope.tables is None or e.deps & changed or not _table_exists(con, e.table):
                     changed.add(e.table)
                     progress.report("build", e.table)
                     yield dg.MaterializeResult(asset_key=e.key, metadata=result_metadata(context, e.builder(con)))
@@ -307,6 +309,12 @@ with warnings.catch_warnings():
             yield dg.MaterializeResult(asset_key=ALERTS, metadata=breakeven_alert(context, config, thinktax).metadata)
         if PUBLISHED in selected:
             yield dg.MaterializeResult(asset_key=PUBLISHED, metadata=_publish(build_, thinktax))
+
+
+def _table_exists(con, table: str) -> bool:  # noqa: ANN001
+    schema, name = table.split(".")
+    return con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                       "AND schema_name = ? AND table_name = ?", [schema, name]).fetchall()[0][0] > 0
 
 
 def _publish(build_, thinktax: ThinktaxResource) -> dict:  # noqa: ANN001
