@@ -180,3 +180,9 @@ def test_the_duckdb_path_does_not_import_pyspark():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_star_keeps_the_spelling_of_the_columns_read():
+    # `thinktax sql --engine spark "SELECT * EXCLUDE (build_id) FROM marts.focus_costs"`: FOCUS names keep their case
+    out = _spark("SELECT * EXCLUDE (build_id) FROM marts.f", {"marts": {"f": {"BilledCost": "decimal(18,6)", "build_id": "string"}}})
+    assert out == "SELECT f.BilledCost AS BilledCost FROM marts.f AS f"

@@ -29,6 +29,15 @@ def test_spark_incremental_build_equals_a_full_build(scenario, table):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("table", MODELS)
+def test_spark_incremental_run_equals_a_full_spark_run(scenario, table):
+    """The nightly run on Spark, partitions replaced, against the same staging built whole on Spark
+    (databases core_full / marts_full) in the same session."""
+    ok, why = scenario.incremental_vs_full[table]
+    assert ok, f"{table}: Spark's incremental build != Spark's full build: {why}"
+
+
+@pytest.mark.slow
 def test_the_nightly_plan_was_incremental_and_reached_back(scenario):
     """The plan took the incremental path and includes the history days the late file touches
     (the task's earlier first call on day 0, the midnight-crossing call's day 2) and the new day."""

@@ -38,8 +38,8 @@ Rules (what sqlglot does not map, or maps wrongly):
 * ``GROUP BY ALL`` -> the non-aggregate select expressions without constants (Spark's own
   GROUP BY ALL keeps a literal ``0 AS calls`` as a key and then reads it as a column position).
 * ``make_timestamp(us)`` -> ``CAST(timestamp_micros(us) AS TIMESTAMP_NTZ)`` (naive, as DuckDB's).
-* Output column names keep the spelling of the SQL (``BilledCost``): the column qualifier
-  lower-cases unquoted names, and the spelling is put back.
+* Output column names keep the spelling of the SQL or of the table read (``BilledCost``, also
+  through ``SELECT *``): the column qualifier lower-cases unquoted names, and the spelling is put back.
 
 Not a rule but a convention for the SQL (both engines): a union of DECIMALs of different scales
 is rounded to the smaller scale by DuckDB and not by Spark, so cast both sides to one scale when
@@ -319,7 +319,8 @@ def _expand_stars(tree, schema: dict, path: str):  # noqa: ANN001, ANN202
 
     # the qualifier lower-cases unquoted names (DuckDB resolves them case-insensitively); output
     # columns keep the spelling the SQL gave them ('BilledCost' in marts.focus_costs)
-    spelled = {i.name.lower(): i.name for i in tree.find_all(exp.Identifier) if i.name != i.name.lower()}
+    spelled = {c.lower(): c for tables in schema.values() for cols in tables.values() for c in cols if c != c.lower()}
+    spelled |= {i.name.lower(): i.name for i in tree.find_all(exp.Identifier) if i.name != i.name.lower()}
     try:
         out = qualify(tree, dialect="duckdb", schema=schema, expand_stars=True, validate_qualify_columns=False,
                       quote_identifiers=False, identify=False, expand_alias_refs=False)
