@@ -77,7 +77,7 @@ def local_session(spark_warehouse: Path):  # noqa: ANN201
 def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
     """Register the Parquet tables a local run left under ``spark_warehouse`` in this session's
     (in-memory) catalog, for `thinktax sql --engine spark`; returns them. Partitions are found
-    from the folder layout (``day=.../``). The view core.calls is not restored."""
+    from the folder layout (``day=.../``); the view models (core.calls) are re-created."""
     from warehouse.sqlmodel import load_models  # noqa: PLC0415
 
     out = []
@@ -100,6 +100,14 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
         if not spark.catalog.tableExists(f"{schema}.{name}"):
             spark.sql(f"CREATE TABLE {schema}.{name} USING parquet LOCATION '{t}'")
             out.append(f"{schema}.{name}")
+    # the view models (core.calls) are re-created over the tables just registered
+    from warehouse.spark.build import Target, render  # noqa: PLC0415
+
+    for m in load_models():
+        if m.view and not spark.catalog.tableExists(m.table) and all(spark.catalog.tableExists(d) for d in m.deps):
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {m.schema}")
+            spark.sql(f"CREATE VIEW {m.table} AS {render(m, spark, Target(), None, full=True)}")
+            out.append(m.table)
     return out
 
 
