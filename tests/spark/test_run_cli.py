@@ -11,6 +11,9 @@ from decimal import Decimal as D
 
 import pytest
 
+# a Spark run plus 30 Spark queries: 97-99 s each at load average 8.5 (2026-12-03); 330 s when it started the session
+pytestmark = pytest.mark.timeout(1200)
+
 from tests.conftest import MINI_FILES, write_files
 
 # tests/test_costs_hand_worked.py: r1 0.20225, r2 0.0028, r3 0.0567, r4 113.28, r5 28.32 (USD)
