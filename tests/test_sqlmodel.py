@@ -175,3 +175,52 @@ def test_model_refs_are_cached_by_text_and_equal_a_fresh_parse(tmp_path, monkeyp
     assert sqlmodel.model_refs(sql, "x.sql", cached) == {"core.poisoned"}
     changed = sql.replace("stg.requests", "stg.llm_prices")  # ... and never for another
     assert sqlmodel.model_refs(changed, "x.sql", cached) == {"stg.llm_prices"}
+
+
+def test_division_is_duckdbs_double_division():
+    # DuckDB: 91.270935 / 6 is DOUBLE 15.211822499999998 (usd6 -> 15.211822); Spark's exact DECIMAL
+    # division gives 15.2118225 (-> 15.211823): the rendered division casts the dividend to DOUBLE
+    out = _spark("SELECT spent_usd / days AS burn, INTERVAL 1 HOUR / 2 AS half FROM t")
+    assert "CAST(spent_usd AS DOUBLE) / days AS burn" in out
+    assert "INTERVAL '1' HOUR / 2 AS half" in out  # an interval operand is left alone
+    # to_microseconds' own division stays exact (a day-time interval of whole micro-seconds)
+    assert "CAST(CAST(n AS DECIMAL(38, 6)) / 1000000 AS DECIMAL(18, 6))" in _spark("SELECT to_microseconds(n) FROM t")
+
+
+def test_epoch_keeps_the_micro_seconds():
+    # DuckDB's epoch(ts) is a DOUBLE with fractions; sqlglot's UNIX_TIMESTAMP is whole seconds in Spark
+    out = _spark("SELECT epoch(b) - epoch(a) AS s FROM t")
+    assert "UNIX_TIMESTAMP" not in out
+    assert "UNIX_MICROS(CAST(b AS TIMESTAMP_LTZ)) AS DOUBLE) / CAST(1000000.0 AS DOUBLE)" in out
+
+
+def test_a_model_spark_cannot_run_fails_at_load_naming_file_and_construct(monkeypatch):
+    """load_spark_models renders every model once at load: a construct without a Spark rendering
+    stops it there, naming the model's file and the construct (not mid-build)."""
+    good = load_models()
+    bad = sqlmodel._model("marts", "bad_regex", "-- Bad.\n-- @kind: full\n-- @grain: one row\n"
+                          "SELECT regexp_matches(model, 'x', 'm') AS hit FROM core.call_costs", "sql/marts/bad_regex.sql")
+    monkeypatch.setattr(sqlmodel, "load_models", lambda engine="duckdb": (*good, bad))
+    render.load_spark_models.cache_clear()
+    try:
+        with pytest.raises(render.RenderError, match=r"sql/marts/bad_regex\.sql: regexp_matches option 'm'"):
+            render.load_spark_models()
+    finally:
+        render.load_spark_models.cache_clear()
+
+
+def test_the_duckdb_path_does_not_import_pyspark():
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    code = ("import sys\nfrom thinktax.cli import main\nimport warehouse.transform, warehouse.sqlmodel, thinktax.commands.run, "
+            "thinktax.commands.sql\nwarehouse.sqlmodel.load_models()\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_star_keeps_the_spelling_of_the_columns_read():
+    # `thinktax sql --engine spark "SELECT * EXCLUDE (build_id) FROM marts.focus_costs"`: FOCUS names keep their case
+    out = _spark("SELECT * EXCLUDE (build_id) FROM marts.f", {"marts": {"f": {"BilledCost": "decimal(18,6)", "build_id": "string"}}})
+    assert out == "SELECT f.BilledCost AS BilledCost FROM marts.f AS f"

@@ -233,16 +233,18 @@ def downstream(models, tables: set[str]) -> set[str]:  # noqa: ANN001
     return out
 
 
-def _stale(con: duckdb.DuckDBPyConnection, models) -> tuple[set[str], str]:  # noqa: ANN001
+def _stale(con: duckdb.DuckDBPyConnection, models, present: set[str] | None = None) -> tuple[set[str], str]:  # noqa: ANN001
     """Models that must be rebuilt whole whatever the days (SQL changed, table missing), plus
-    everything downstream of them; and a reason when the whole build must be full."""
+    everything downstream of them; and a reason when the whole build must be full. ``present``:
+    the tables that exist where the models are built (default: this DuckDB file; the Spark
+    engine passes its catalog's)."""
     built = _built(con)
     if not built:
         return set(), "no earlier build of the SQL models"
     sha_now = settings_sha(con)
     if any(s != sha_now for _, s in built.values()):
         return set(), "settings (thinktax.toml) changed"
-    present = _existing_tables(con)
+    present = _existing_tables(con) if present is None else present
     stale: set[str] = set()
     for m in models:  # dependency order
         if m.table not in present or built.get(m.table, ("", ""))[0] != sql_sha(m.sql) or m.deps & stale:
@@ -328,7 +330,7 @@ def _halo(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: list[dt.date] | None = None,
-         full: bool = False) -> Scope:
+         full: bool = False, present: set[str] | None = None) -> Scope:
     """Decide this build's scope and store it in ops.build_scope (replacing an earlier plan).
 
     ``extra_days``: days explicitly asked for (rebuilt even without new rows); ``full``: rebuild
@@ -336,7 +338,7 @@ def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: li
     models = sqlmodel.load_models()
     by_table = {m.table: m for m in models}
     reason = "a full rebuild was asked for" if full else ""
-    stale, why = _stale(con, models)
+    stale, why = _stale(con, models, present)
     reason = reason or why
     days: set[dt.date] = set()
     tables: set[str] = set(stale)

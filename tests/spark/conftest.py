@@ -90,6 +90,16 @@ def compare(con, spark, table: str, spark_table: str) -> tuple[bool, str]:  # no
     return rows_equal(got, want)
 
 
+def compare_spark(spark, table: str, other: str) -> tuple[bool, str]:  # noqa: ANN001
+    """Two Spark tables: the same columns and the same multiset of rows (build_id left out)."""
+    a, b = spark.table(table), spark.table(other)
+    cols = sorted(c for c in a.columns if c != "build_id")
+    if cols != sorted(c for c in b.columns if c != "build_id"):
+        return False, f"columns differ: {a.columns} against {b.columns}"
+    rows = [[tuple(_norm(v) for v in r) for r in df.select(*[f"`{c}`" for c in cols]).collect()] for df in (a, b)]
+    return rows_equal(*rows)
+
+
 @dataclass
 class Scenario:
     spark: object
@@ -98,6 +108,7 @@ class Scenario:
     spark_rows: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
     history: dict[str, tuple[bool, str]] = field(default_factory=dict)  # full Spark vs full DuckDB
     nightly: dict[str, tuple[bool, str]] = field(default_factory=dict)  # incremental Spark vs full DuckDB
+    incremental_vs_full: dict[str, tuple[bool, str]] = field(default_factory=dict)  # incremental Spark vs full Spark
 
 
 @pytest.fixture(scope="session")
@@ -120,7 +131,7 @@ def scenario(spark, tmp_path_factory) -> Scenario:
     from warehouse import incremental  # noqa: PLC0415
     from warehouse.db import Build  # noqa: PLC0415
     from warehouse.ingest import Ingestor  # noqa: PLC0415
-    from warehouse.spark.build import build_all, load_staging  # noqa: PLC0415
+    from warehouse.spark.build import Target, build_all, load_staging  # noqa: PLC0415
     from warehouse.transform import build_all as duck_build_all  # noqa: PLC0415
 
     root = tmp_path_factory.mktemp("spark_scenario")
@@ -181,6 +192,12 @@ def scenario(spark, tmp_path_factory) -> Scenario:
         sc.spark_rows["nightly_incremental"] = build_all(spark, sc.scope)
         sc.seconds["spark_nightly_incremental"] = time.perf_counter() - t
         sc.nightly = {m: compare(con, spark, m, m) for m in sc.spark_rows["nightly_incremental"]}
+        # the same nightly staging built whole on Spark, into databases core_full / marts_full
+        t = time.perf_counter()
+        full = Target((("core", "core_full"), ("marts", "marts_full")))
+        sc.spark_rows["nightly_full"] = build_all(spark, None, full)
+        sc.seconds["spark_nightly_full"] = time.perf_counter() - t
+        sc.incremental_vs_full = {m: compare_spark(spark, m, full.table(m)) for m in sc.spark_rows["nightly_full"]}
     print("\nspark scenario seconds:", {k: round(v, 1) for k, v in sc.seconds.items()},
           "session start:", round(spark._thinktax_start_s, 1))  # noqa: SLF001
     return sc

@@ -29,6 +29,16 @@ from warehouse.sqlmodel import SqlModel, load_models
 
 log = logging.getLogger("thinktax.spark")
 
+COLUMNS_PROPERTY = "thinktax.columns"  # a partitioned table's columns in the model's SELECT order
+
+
+def columns_in_model_order(spark, table: str) -> list[str]:  # noqa: ANN001
+    """The table's columns in the order of its model's SELECT (Spark lists partition columns last)."""
+    cols = spark.table(table).columns
+    props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    order = props.get(COLUMNS_PROPERTY, "").split(",")
+    return order if sorted(order) == sorted(cols) else cols
+
 
 def session(remote: str | None = None, *, master: str = "local[2]", warehouse_dir: str | None = None,
             conf: dict[str, str] | None = None):  # noqa: ANN201 - pyspark.sql.SparkSession
@@ -120,8 +130,12 @@ def build(spark, model: SqlModel, scope: Scope | None = None, target: Target = T
         spark.sql(f"CREATE OR REPLACE VIEW {table} AS {render(model, spark, target, scope, full=True)}")
     elif scope is None or scope.is_full(model.table) or model.incremental is None or _kind(spark, table) is None:
         _drop(spark, table)
-        part = f" PARTITIONED BY ({model.key_column})" if model.incremental else ""
-        spark.sql(f"CREATE TABLE {table} USING parquet{part} AS {render(model, spark, target, scope, full=True)}")
+        sql = render(model, spark, target, scope, full=True)
+        part = ""
+        if model.incremental:  # Spark puts the partition column last: the SQL's order is kept as a property
+            order = ",".join(spark.sql(sql).columns)
+            part = f" PARTITIONED BY ({model.key_column}) TBLPROPERTIES ('{COLUMNS_PROPERTY}' = '{order}')"
+        spark.sql(f"CREATE TABLE {table} USING parquet{part} AS {sql}")
     else:
         key = model.key_column
         days = scope.model_days(model.halo)
@@ -138,8 +152,9 @@ def build(spark, model: SqlModel, scope: Scope | None = None, target: Target = T
     return spark.table(table).count()
 
 
-def build_all(spark, scope: Scope | None = None, target: Target = Target()) -> dict[str, tuple[int, float]]:  # noqa: ANN001
-    """Every model in dependency order; table -> (rows, seconds)."""
+def build_all(spark, scope: Scope | None = None, target: Target = Target(), progress=None) -> dict[str, tuple[int, float]]:  # noqa: ANN001
+    """Every model in dependency order; table -> (rows, seconds). ``progress(table, rows, seconds)``
+    is called after each."""
     for schema in ("core", "marts"):
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {target.db(schema)}")
     out = {}
@@ -148,6 +163,8 @@ def build_all(spark, scope: Scope | None = None, target: Target = Target()) -> d
         rows = build(spark, m, scope, target)
         out[m.table] = (rows, time.perf_counter() - t)
         log.info("%s: %d rows in %.1f s", m.table, rows, out[m.table][1])
+        if progress:
+            progress(m.table, rows, out[m.table][1])
     return out
 
 

@@ -28,10 +28,11 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from warehouse import incremental
+from warehouse import comments, incremental
 from warehouse.checks import load_checks
 from warehouse.db import Build
 from warehouse.ingest import Ingestor
@@ -46,6 +47,23 @@ class SparkRun:
     failed_checks: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     files_new: int = 0
+    local: bool = False  # a local session: every model rebuilt from staging (no catalog survives)
+    economics: dict[str, int] = field(default_factory=dict)  # Python marts -> rows
+    alert: dict[str, object] = field(default_factory=dict)  # the alert's outcome (services.alert.Outcome)
+
+
+def _alert(con, config, as_of, say) -> dict[str, object]:  # noqa: ANN001
+    """The break-even and budget alert, as on a DuckDB run: it never fails the data run."""
+    from services import alert  # noqa: PLC0415
+
+    try:
+        outcome = alert.evaluate(con, config, as_of=as_of)
+    except Exception as exc:  # noqa: BLE001 - as pipelines/defs/alerts.py
+        say(f"alert: evaluation failed; the warehouse is published anyway: {type(exc).__name__}: {exc}")
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    meta = outcome.as_metadata()
+    say("alert: " + ", ".join(f"{k} {v}" for k, v in meta.items() if not isinstance(v, list | dict)))
+    return meta
 
 
 def local_session(spark_warehouse: Path):  # noqa: ANN201
@@ -59,8 +77,8 @@ def local_session(spark_warehouse: Path):  # noqa: ANN201
 def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
     """Register the Parquet tables a local run left under ``spark_warehouse`` in this session's
     (in-memory) catalog, for `thinktax sql --engine spark`; returns them. Partitions are found
-    from the folder layout (``day=.../``). Then the view models (``marts.cost_per_task``, the old
-    name of ``marts.task_cost_breakdown``) are created anew over them."""
+    from the folder layout (``day=.../``); the view models (``marts.cost_per_task``, the old name of
+    ``marts.task_cost_breakdown``) are re-created over them."""
     from warehouse.sqlmodel import load_models  # noqa: PLC0415
 
     out = []
@@ -83,43 +101,60 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
         if not spark.catalog.tableExists(f"{schema}.{name}"):
             spark.sql(f"CREATE TABLE {schema}.{name} USING parquet LOCATION '{t}'")
             out.append(f"{schema}.{name}")
-    from warehouse.spark.build import build as build_model  # noqa: PLC0415
+    # the view models (marts.cost_per_task) are re-created over the tables just registered
+    from warehouse.spark.build import Target, render  # noqa: PLC0415
 
-    for m in load_models():  # dependency order: a view's tables are registered above
-        if m.view and not spark.catalog.tableExists(m.table):
+    for m in load_models():
+        if m.view and not spark.catalog.tableExists(m.table) and all(spark.catalog.tableExists(d) for d in m.deps):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {m.schema}")
-            build_model(spark, m)
+            spark.sql(f"CREATE VIEW {m.table} AS {render(m, spark, Target(), None, full=True)}")
             out.append(m.table)
     return out
 
 
-def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=None, remote: str | None = None,  # noqa: ANN001
-        spark_warehouse: Path | None = None, days: list[dt.date] | None = None, full: bool = False) -> SparkRun:
+def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=None, remote: str | None = None,  # noqa: ANN001, C901, PLR0915
+        spark_warehouse: Path | None = None, days: list[dt.date] | None = None, full: bool = False,
+        config=None, as_of: dt.date | None = None, progress: Callable[[str], None] | None = None) -> SparkRun:
+    """One run (the module doc). ``config`` (thinktax.config.Config): the alert's settings; without
+    it the alert is not evaluated. ``progress``: called with one line per step."""
+    from warehouse.spark import economics  # noqa: PLC0415
     from warehouse.spark.build import build_all, load_staging, session  # noqa: PLC0415
 
+    say = progress or (lambda _line: None)
     t0 = time.perf_counter()
     build_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     b = Build(warehouse, build_id)
     b.start(settings)
     spark_warehouse = spark_warehouse or warehouse.parent / "spark"
+    local = spark is None and not remote
     try:
+        if spark is None:
+            say(f"spark: starting {'a session on ' + remote if remote else 'a local[2] session'}")
+            spark = session(remote) if remote else local_session(spark_warehouse)
+        out = SparkRun(build_id, None, local=local)  # type: ignore[arg-type]
+        out.seconds["session"] = time.perf_counter() - t0
         with b.connect() as con:
+            t = time.perf_counter()
+            say(f"ingest: {landing} (DuckDB, build {build_id})")
             summary = Ingestor(con, landing).ingest()
-            scope = incremental.plan(con, build_id, extra_days=days, full=full)
-            out = SparkRun(build_id, scope, files_new=sum(1 for f in summary.files if f.status == "loaded"))
-            out.seconds["ingest_and_plan"] = time.perf_counter() - t0
-            local = spark is None and not remote
-            if spark is None:
-                spark = session(remote) if remote else local_session(spark_warehouse)
+            out.files_new = sum(1 for f in summary.files if f.status == "loaded")
+            # the plan sees the tables where the models live: Spark's catalog (none survive a local session)
+            present = set() if local else _spark_tables(spark)
+            out.scope = scope = incremental.plan(con, build_id, extra_days=days, full=full, present=present)
+            out.seconds["ingest_and_plan"] = time.perf_counter() - t
+            say(f"ingest: {out.files_new} new file(s); plan: "
+                + (f"full ({scope.reason})" if scope.full else f"incremental, {len(scope.days)} day(s)"))
             if local:  # no catalog survives the last process: start the model tables afresh
                 for db in ("core", "marts"):
                     shutil.rmtree(spark_warehouse / f"{db}.db", ignore_errors=True)
             t = time.perf_counter()
-            folder = os.path.join(str(spark_warehouse), "_staging") if not remote else str(spark_warehouse) + "/_staging"
-            load_staging(spark, con, folder)
+            say("staging: DuckDB -> Parquet -> Spark")
+            load_staging(spark, con, str(spark_warehouse) + "/_staging")
             out.seconds["staging_to_spark"] = time.perf_counter() - t
             t = time.perf_counter()
-            out.tables = build_all(spark, None if local else scope)
+            out.tables = build_all(spark, None if local else scope,
+                                   progress=lambda table, rows, secs: say(f"built {table}: {rows:,d} rows in {secs:.1f} s"))
+            _record_builds(con, None if local else scope, build_id)
             out.seconds["models"] = time.perf_counter() - t
             t = time.perf_counter()
             for check in load_checks():
@@ -127,12 +162,51 @@ def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=No
                 if n:
                     out.failed_checks[check.name] = n
             out.seconds["checks"] = time.perf_counter() - t
+            say(f"checks: {len(out.failed_checks)} failed" if out.failed_checks else "checks: passed")
+            if not out.failed_checks:
+                # economics (models/) in Python on the small rows, in the DuckDB build; then back to Spark
+                t = time.perf_counter()
+                say("economics: marts and their inputs Spark -> DuckDB build")
+                economics.to_duckdb(spark, con, str(spark_warehouse) + "/_to_duckdb", remote=bool(remote))
+                out.economics = economics.build_economics(con, log_line=say)
+                economics.to_spark(spark, con, list(out.economics), str(spark_warehouse) + "/_economics", remote=bool(remote))
+                say("economics: " + ", ".join(f"{k} {n} rows" for k, n in out.economics.items()))
+                out.seconds["economics"] = time.perf_counter() - t
+                if config is not None:
+                    out.alert = _alert(con, config, as_of, say)
+                economics.drop_per_call(con)
+                comments.apply(con)
         if out.failed_checks:  # not published: readers keep the last good build
             b.abandon()
             return out
+        say(f"publish: {warehouse}")
         b.publish(files_new=out.files_new, landing=str(landing))
         out.seconds["total"] = time.perf_counter() - t0
         return out
     except BaseException:
         b.abandon()
         raise
+
+
+def _spark_tables(spark) -> set[str]:  # noqa: ANN001
+    """'schema.table' of every core and mart table in the Spark catalog."""
+    out = set()
+    for db in ("core", "marts"):
+        if spark.catalog.databaseExists(db):
+            out |= {f"{db}.{t.name}" for t in spark.catalog.listTables(db)}
+    return out
+
+
+def _record_builds(con, scope, build_id: str) -> None:  # noqa: ANN001
+    """ops.model_builds as after a DuckDB build: what each Spark table was built from (the next
+    plan compares its SQL and settings)."""
+    from warehouse.sqlmodel import load_models  # noqa: PLC0415
+
+    for m in load_models():
+        if m.view:
+            mode, n = "view", 0
+        elif scope is None or scope.is_full(m.table) or m.incremental is None:
+            mode, n = "full", 0
+        else:
+            mode, n = "incremental", len(scope.model_days(m.halo))
+        incremental.record(con, m.table, m.sql, mode, n, build_id)

@@ -19,6 +19,11 @@ Rules (what sqlglot does not map, or maps wrongly):
 * ``regexp_full_match(x, p)`` -> ``x RLIKE '^(?:p)$'`` (Spark has no full-match function).
 * ``regexp_matches(x, p, 'i')`` / ``regexp_extract(x, p, g, 'i')`` -> the pattern prefixed with
   ``(?i)`` (sqlglot drops the flag); other flags fail at load.
+* ``a / b`` -> ``CAST(a AS DOUBLE) / b``: DuckDB divides numbers (DECIMAL and integer included) as
+  DOUBLE; Spark divides DECIMALs exactly and rounds half-way quotients the other way (91.270935 / 6:
+  DuckDB 15.211822 after usd6, Spark 15.211823). Divisions with an interval operand are left alone.
+* ``epoch(ts)`` -> ``unix_micros(ts) / 1e6`` as a DOUBLE, as DuckDB computes it (sqlglot writes
+  ``UNIX_TIMESTAMP``: whole seconds in Spark).
 * ``epoch_us(ts)`` -> ``unix_micros(ts)``; ``len(<list>)`` -> ``size``; ``list(x)`` ->
   ``collect_list``; ``list_distinct`` -> ``array_distinct``; ``json_type(x, p)`` -> 'ARRAY' /
   'OBJECT' / 'SCALAR' from the first character of the JSON value (only ARRAY and OBJECT match
@@ -33,8 +38,8 @@ Rules (what sqlglot does not map, or maps wrongly):
 * ``GROUP BY ALL`` -> the non-aggregate select expressions without constants (Spark's own
   GROUP BY ALL keeps a literal ``0 AS calls`` as a key and then reads it as a column position).
 * ``make_timestamp(us)`` -> ``CAST(timestamp_micros(us) AS TIMESTAMP_NTZ)`` (naive, as DuckDB's).
-* Output column names keep the spelling of the SQL (``BilledCost``): the column qualifier
-  lower-cases unquoted names, and the spelling is put back.
+* Output column names keep the spelling of the SQL or of the table read (``BilledCost``, also
+  through ``SELECT *``): the column qualifier lower-cases unquoted names, and the spelling is put back.
 
 Not a rule but a convention for the SQL (both engines): a union of DECIMALs of different scales
 is rounded to the smaller scale by DuckDB and not by Spark, so cast both sides to one scale when
@@ -209,6 +214,20 @@ def _rules(tree, path: str):  # noqa: ANN001, ANN202
                 keys.append(inner.copy())
             node.set("group", exp.Group(expressions=keys) if keys else None)  # in place: children still visited
             return node
+        if (isinstance(node, exp.Div) and not node.meta.get("spark_exact")
+                and not any(isinstance(n, exp.Interval) for side in (node.this, node.expression) for n in side.walk())
+                and not (isinstance(node.this, exp.Cast) and node.this.to.is_type(exp.DataType.Type.DOUBLE))):
+            # DuckDB's '/' on numbers is DOUBLE division (a DECIMAL or integer operand is cast to DOUBLE);
+            # Spark divides DECIMALs exactly, which rounds half-way quotients the other way
+            # (91.270935 / 6 = 15.2118225: DuckDB 15.211822, exact 15.211823)
+            new = node.copy()
+            new.set("this", exp.cast(node.this.copy(), exp.DataType.build("DOUBLE")))
+            return new
+        if isinstance(node, exp.TimeToUnix):
+            # DuckDB's epoch(ts): seconds since the epoch as a DOUBLE with the micro-seconds kept
+            # (micros / 1e6); sqlglot writes UNIX_TIMESTAMP, whole seconds in Spark
+            return sqlglot.parse_one(
+                f"UNIX_MICROS(CAST({node.this.sql('spark')} AS TIMESTAMP_LTZ)) / 1000000.0D", read="spark")
         if isinstance(node, exp.JSONType):
             return _json_type([node.this] + ([node.expression] if node.expression else []))
         if isinstance(node, exp.ParseJSON):  # json(x): the text itself (Spark has no JSON type)
@@ -232,8 +251,11 @@ def _rules(tree, path: str):  # noqa: ANN001, ANN202
                 return exp.func("unix_micros", exp.cast(node.expressions[0], exp.DataType.build("TIMESTAMPLTZ")))
             if name == "to_microseconds":  # an interval of n micro-seconds: Spark's day-time interval, exact
                 micros = node.expressions[0].sql("spark")
-                return sqlglot.parse_one(
+                out = sqlglot.parse_one(
                     f"MAKE_DT_INTERVAL(0, 0, 0, CAST(CAST({micros} AS DECIMAL(38, 6)) / 1000000 AS DECIMAL(18, 6)))", read="spark")
+                for d in out.find_all(exp.Div):
+                    d.meta["spark_exact"] = True  # exact seconds: not DuckDB's DOUBLE division
+                return out
             if name == "list_distinct":
                 return exp.func("array_distinct", *node.expressions)
             if name == "json_type":
@@ -297,7 +319,8 @@ def _expand_stars(tree, schema: dict, path: str):  # noqa: ANN001, ANN202
 
     # the qualifier lower-cases unquoted names (DuckDB resolves them case-insensitively); output
     # columns keep the spelling the SQL gave them ('BilledCost' in marts.focus_costs)
-    spelled = {i.name.lower(): i.name for i in tree.find_all(exp.Identifier) if i.name != i.name.lower()}
+    spelled = {c.lower(): c for tables in schema.values() for cols in tables.values() for c in cols if c != c.lower()}
+    spelled |= {i.name.lower(): i.name for i in tree.find_all(exp.Identifier) if i.name != i.name.lower()}
     try:
         out = qualify(tree, dialect="duckdb", schema=schema, expand_stars=True, validate_qualify_columns=False,
                       quote_identifiers=False, identify=False, expand_alias_refs=False)
