@@ -137,8 +137,16 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
                          otel=otel, engine=engine, source=str(p)))
 
 
-def resolve_paths(landing: str | None, warehouse: str | None) -> tuple[Path, Path]:
-    """CLI flag, else environment variable, else the default."""
+WAREHOUSE_FILE = Path(DEFAULT_WAREHOUSE).name
+
+
+def resolve_paths(landing: str | None, warehouse: str | None, *, folder: bool = False) -> tuple[Path, Path]:
+    """CLI flag, else environment variable, else the default. The warehouse may be named by its
+    folder: an existing directory means the file ``thinktax.duckdb`` in it; with ``folder`` (the
+    Spark engine, whose ``--warehouse`` names where its tables live) so does a path without a suffix
+    that does not exist yet. The Spark tables then default to ``<that folder>/spark``."""
     land = landing or os.environ.get("THINKTAX_LANDING") or DEFAULT_LANDING
-    wh = warehouse or os.environ.get("THINKTAX_WAREHOUSE") or DEFAULT_WAREHOUSE
-    return Path(land).resolve(), Path(wh).resolve()
+    wh = Path(warehouse or os.environ.get("THINKTAX_WAREHOUSE") or DEFAULT_WAREHOUSE).resolve()
+    if wh.is_dir() or (folder and not wh.exists() and not wh.suffix):
+        wh = wh / WAREHOUSE_FILE
+    return Path(land).resolve(), wh

@@ -24,13 +24,20 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     from thinktax.cli import main  # noqa: PLC0415
 
     landing = write_files(tmp_path / "landing", MINI_FILES)
-    warehouse = tmp_path / "wh" / "thinktax.duckdb"
-    rc = main(["run", "--engine", "spark", "--landing", str(landing), "--warehouse", str(warehouse),
-               "--spark-warehouse", str(tmp_path / "spark")])
+    # --warehouse names a folder (issue 16: "where the Spark tables live"): the DuckDB build is
+    # <folder>/thinktax.duckdb and the Spark tables <folder>/spark
+    folder = tmp_path / "wh"
+    warehouse = folder / "thinktax.duckdb"
+    rc = main(["run", "--engine", "spark", "--landing", str(landing), "--warehouse", str(folder)])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "engine: spark" in out and "rebuild: full" in out
     assert warehouse.exists()  # the DuckDB build (ingest bookkeeping, staging) was published
+    assert (folder / "spark" / "_staging").is_dir()  # (the test session keeps its own table folder)
+    # the same folder answers `thinktax sql --engine spark --warehouse <folder>` and the DuckDB `thinktax sql`
+    q = "SELECT request_id, cost_usd FROM core.call_costs ORDER BY request_id"
+    got = _json(capsys, ["sql", "--engine", "spark", "--warehouse", str(folder), "--format", "json", q])
+    assert [(r["request_id"], D(r["cost_usd"])) for r in got] == [("r1", R1), ("r2", R2), ("r3", R3), ("r4", R4), ("r5", R5)]
 
     costs = {r["request_id"]: r["cost_usd"] for r in spark.table("core.call_costs").collect()}
     assert costs == {"r1": R1, "r2": R2, "r3": R3, "r4": R4, "r5": R5}
@@ -54,7 +61,7 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     from warehouse.spark.pipeline import attach  # noqa: PLC0415
 
     spark.sql("DROP VIEW marts.cost_per_task")
-    assert "marts.cost_per_task" in attach(spark, tmp_path / "spark")
+    assert "marts.cost_per_task" in attach(spark, folder / "spark")
     again = sorted((str(r["day"]), r["team"], r["task_type"], r["model"], r["serving"], r["tier"], r["tasks"], r["calls"],
                     r["cost_usd"], r["cost_per_task_usd"]) for r in spark.table("marts.cost_per_task").collect())
     assert again == rows
@@ -125,6 +132,12 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
         if _canon(got) != _canon(want):
             differ[table] = (len(got), len(want), (sorted(set(_canon(got)) ^ set(_canon(want))) or [""])[0][:300])
     assert not differ, differ
+
+    # the published DuckDB build has the view models too: marts.cost_per_task (the old-named view of
+    # marts.task_cost_breakdown) gives there what Spark's view gives
+    query = "SELECT * EXCLUDE (build_id) FROM marts.cost_per_task"
+    published = _json(capsys, ["sql", "--warehouse", str(warehouse), "--format", "json", query])
+    assert published and _canon(published) == _canon(_json(capsys, [*spark_sql, query]))
 
     # the report reads the published DuckDB build (marts copied from Spark, economics built there)
     capsys.readouterr()

@@ -35,12 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from thinktax.console import run_with_progress, print_summary  # noqa: PLC0415
 
-    landing, warehouse = resolve_paths(args.landing, args.warehouse)
     try:
         cfg = load_config(args.config)
     except ConfigError as exc:
         print(f"thinktax: {exc}", file=sys.stderr)
         return 2
+    spark = (getattr(args, "engine", None) or cfg.engine.kind) == "spark"
+    landing, warehouse = resolve_paths(args.landing, args.warehouse, folder=spark)
     if not landing.is_dir():
         print(f"thinktax: landing folder {landing} does not exist", file=sys.stderr)
         return 2
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"thinktax: --as-of: expected a day as YYYY-MM-DD, got {args.as_of!r}", file=sys.stderr)
         return 2
-    if (getattr(args, "engine", None) or cfg.engine.kind) == "spark":
+    if spark:
         return _run_spark(args, cfg, landing, warehouse, days, as_of)
     options = RunOptions(days=days, as_of=as_of, full_rebuild=getattr(args, "full_rebuild", False))
     outcome = run_with_progress(landing, warehouse, args.config, quiet=args.quiet, options=options)
@@ -79,6 +80,9 @@ def _run_spark(args: argparse.Namespace, cfg, landing, warehouse, days, as_of) -
     try:
         from warehouse.spark.pipeline import run as spark_run  # noqa: PLC0415
         import pyspark  # noqa: F401, PLC0415
+
+        from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
+        from services.alert import evaluate  # noqa: PLC0415
     except ImportError as exc:
         print(f"thinktax: --engine spark needs pyspark ({exc}); install the 'spark' extra: "
               "pip install 'thinktax[spark]'", file=sys.stderr)
@@ -97,7 +101,8 @@ def _run_spark(args: argparse.Namespace, cfg, landing, warehouse, days, as_of) -
     try:
         out = spark_run(landing, warehouse, cfg.settings_row(), remote=remote,
                         spark_warehouse=Path(where) if where else None, days=day_list,
-                        full=getattr(args, "full_rebuild", False), config=cfg, as_of=as_of, progress=progress)
+                        full=getattr(args, "full_rebuild", False), config=cfg, as_of=as_of, progress=progress,
+                        economics_models=ECONOMICS, evaluate_alert=evaluate)
     except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException, Py4J and ingest errors alike
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"thinktax: the Spark run failed, nothing was published: {type(exc).__name__}: {first}", file=sys.stderr)

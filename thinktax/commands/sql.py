@@ -84,7 +84,7 @@ def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[t
 
 
 def run(args: argparse.Namespace) -> int:
-    _, warehouse = resolve_paths(None, args.warehouse)
+    _, warehouse = resolve_paths(None, args.warehouse, folder=getattr(args, "engine", "duckdb") == "spark")
     if getattr(args, "engine", "duckdb") == "spark":
         try:
             import pyspark  # noqa: F401, PLC0415

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from warehouse.sqlmodel import load_models
 
@@ -88,12 +88,11 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
     return out
 
 
-def build_economics(con, log_line: Callable[[str], None] = log.info) -> dict[str, int]:  # noqa: ANN001
-    """The Python marts, built by the same functions as on DuckDB; table -> rows."""
-    from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
-
+def build_economics(con, models: Sequence, log_line: Callable[[str], None] = log.info) -> dict[str, int]:  # noqa: ANN001
+    """The Python marts ``models`` (pipelines.defs.economics_assets.ECONOMICS, passed in by the
+    caller: this module sits below pipelines/), built by the same functions as on DuckDB; table -> rows."""
     out = {}
-    for e in ECONOMICS:
+    for e in models:
         built = e.builder(con)
         out[e.table] = built.rows
         for reason in built.skipped:
@@ -123,5 +122,14 @@ def to_spark(spark, con, tables: list[str], folder: str, target=None, *, remote:
 
 
 def drop_per_call(con) -> None:  # noqa: ANN001
-    """The projected core.call_costs is not a published table: the per-call tables live in Spark."""
+    """The projected core.call_costs is not a published table: the per-call tables live in Spark.
+    The view models whose tables the build holds (``marts.cost_per_task``, the old-named view of
+    ``marts.task_cost_breakdown``) are created over them, so DuckDB readers (`thinktax sql`,
+    `thinktax report`) find the same names after a Spark run as after a DuckDB one."""
+    from warehouse import incremental  # noqa: PLC0415
+
     _duck_drop(con, "core.call_costs")
+    for m in load_models():
+        if m.view and all(_duck_kind(con, d) for d in m.deps):
+            _duck_drop(con, m.table)
+            con.execute(f"CREATE VIEW {m.table} AS {incremental.render(m.sql, None, full=True)}")

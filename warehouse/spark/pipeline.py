@@ -28,7 +28,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,12 +52,10 @@ class SparkRun:
     alert: dict[str, object] = field(default_factory=dict)  # the alert's outcome (services.alert.Outcome)
 
 
-def _alert(con, config, as_of, say) -> dict[str, object]:  # noqa: ANN001
+def _alert(con, config, as_of, say, evaluate) -> dict[str, object]:  # noqa: ANN001
     """The break-even and budget alert, as on a DuckDB run: it never fails the data run."""
-    from services import alert  # noqa: PLC0415
-
     try:
-        outcome = alert.evaluate(con, config, as_of=as_of)
+        outcome = evaluate(con, config, as_of=as_of)
     except Exception as exc:  # noqa: BLE001 - as pipelines/defs/alerts.py
         say(f"alert: evaluation failed; the warehouse is published anyway: {type(exc).__name__}: {exc}")
         return {"error": f"{type(exc).__name__}: {exc}"}
@@ -114,9 +112,14 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
 
 def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=None, remote: str | None = None,  # noqa: ANN001, C901, PLR0915
         spark_warehouse: Path | None = None, days: list[dt.date] | None = None, full: bool = False,
-        config=None, as_of: dt.date | None = None, progress: Callable[[str], None] | None = None) -> SparkRun:
-    """One run (the module doc). ``config`` (thinktax.config.Config): the alert's settings; without
-    it the alert is not evaluated. ``progress``: called with one line per step."""
+        config=None, as_of: dt.date | None = None, progress: Callable[[str], None] | None = None,
+        economics_models: Sequence = (), evaluate_alert: Callable | None = None) -> SparkRun:
+    """One run (the module doc). ``config`` (services.config.Config): the alert's settings; without
+    it or without ``evaluate_alert`` (services.alert.evaluate) the alert is not evaluated.
+    ``economics_models``: the Python marts to build (pipelines.defs.economics_assets.ECONOMICS).
+    Both are passed in by the caller (thinktax/commands/run.py) because this module sits below
+    services/ and pipelines/ in the layers (pyproject.toml, tests/test_layers.py). ``progress``:
+    called with one line per step."""
     from warehouse.spark import economics  # noqa: PLC0415
     from warehouse.spark.build import build_all, load_staging, session  # noqa: PLC0415
 
@@ -168,12 +171,12 @@ def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=No
                 t = time.perf_counter()
                 say("economics: marts and their inputs Spark -> DuckDB build")
                 economics.to_duckdb(spark, con, str(spark_warehouse) + "/_to_duckdb", remote=bool(remote))
-                out.economics = economics.build_economics(con, log_line=say)
+                out.economics = economics.build_economics(con, economics_models, log_line=say)
                 economics.to_spark(spark, con, list(out.economics), str(spark_warehouse) + "/_economics", remote=bool(remote))
                 say("economics: " + ", ".join(f"{k} {n} rows" for k, n in out.economics.items()))
                 out.seconds["economics"] = time.perf_counter() - t
-                if config is not None:
-                    out.alert = _alert(con, config, as_of, say)
+                if config is not None and evaluate_alert is not None:
+                    out.alert = _alert(con, config, as_of, say, evaluate_alert)
                 economics.drop_per_call(con)
                 comments.apply(con)
         if out.failed_checks:  # not published: readers keep the last good build
