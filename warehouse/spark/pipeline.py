@@ -79,8 +79,18 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
     ``marts.task_cost_breakdown``) are re-created over them."""
     from warehouse.sqlmodel import load_models  # noqa: PLC0415
 
+    from warehouse.spark.build import Target, render  # noqa: PLC0415
+
     out = []
-    keys = {m.table: m.key_column for m in load_models()}
+    models = load_models()
+    keys = {m.table: m.key_column for m in models}
+    for t in sorted((spark_warehouse / "_staging").glob("*.*")):  # first: the models read them
+        schema, name = t.name.split(".", 1)
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+        if not spark.catalog.tableExists(f"{schema}.{name}"):
+            spark.sql(f"CREATE TABLE {schema}.{name} USING parquet LOCATION '{t}'")
+            out.append(f"{schema}.{name}")
+    empty: dict[str, Path] = {}
     for db_dir in sorted(spark_warehouse.glob("*.db")):
         db = db_dir.name[:-3]
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
@@ -88,21 +98,25 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
             name = f"{db}.{t.name}"
             if spark.catalog.tableExists(name):
                 continue
+            if not any(t.rglob("*.parquet")):  # an empty partitioned table has no file to infer a schema from
+                empty[name] = t
+                continue
             key = keys.get(name)
             spark.sql(f"CREATE TABLE {name} USING parquet LOCATION '{t}'")  # schema and partitions inferred
             if key:
                 spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
             out.append(name)
-    for t in sorted((spark_warehouse / "_staging").glob("*.*")):
-        schema, name = t.name.split(".", 1)
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
-        if not spark.catalog.tableExists(f"{schema}.{name}"):
-            spark.sql(f"CREATE TABLE {schema}.{name} USING parquet LOCATION '{t}'")
-            out.append(f"{schema}.{name}")
+    # an empty model table: its schema is its SQL's, rendered over the tables registered so far
+    # (dependency order); an empty table that is no model cannot be typed and stays unregistered
+    for m in models:
+        if m.table in empty and all(spark.catalog.tableExists(d) for d in m.deps):
+            fields = spark.sql(render(m, spark, Target(), None, full=True)).schema.fields
+            cols = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in fields)
+            part = f" PARTITIONED BY ({m.key_column})" if m.key_column else ""
+            spark.sql(f"CREATE TABLE {m.table} ({cols}) USING parquet{part} LOCATION '{empty[m.table]}'")
+            out.append(m.table)
     # the view models (marts.cost_per_task) are re-created over the tables just registered
-    from warehouse.spark.build import Target, render  # noqa: PLC0415
-
-    for m in load_models():
+    for m in models:
         if m.view and not spark.catalog.tableExists(m.table) and all(spark.catalog.tableExists(d) for d in m.deps):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {m.schema}")
             spark.sql(f"CREATE VIEW {m.table} AS {render(m, spark, Target(), None, full=True)}")
