@@ -38,10 +38,11 @@ clean:
 
 .PHONY: docs screenshot
 
-# docs/warehouse.md, generated from the column comments in warehouse/comments.py (a test fails
-# when it is stale).
+# docs/warehouse.md, generated from the column comments in warehouse/comments.py, and
+# docs/staging.md, from the staging contract in sources/contract.py (a test fails when either is stale).
 docs: $(STAMP)
 	$(BIN)/python -m thinktax.docs_gen
+	$(BIN)/python -m sources.contract docs/staging.md
 
 # docs/img/report.png: the demo's HTML report rendered by headless Chromium (Debian: apt-get
 # install -y chromium). Runs the demo into .thinktax/screenshot/, never into ./landing.

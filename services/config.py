@@ -47,12 +47,20 @@ class Otel:
 
 
 @dataclass(frozen=True)
+class Engine:
+    kind: str = "duckdb"  # 'duckdb' (one process, the default) or 'spark' (warehouse/spark/)
+    spark_remote: str = ""  # 'sc://host:port': a cluster through Spark Connect; empty = local[2]
+    spark_warehouse: str = ""  # where the Spark tables live; empty = <warehouse folder>/spark
+
+
+@dataclass(frozen=True)
 class Config:
     hours_per_month: float = 730.0
     tiers: Tiers = field(default_factory=Tiers)
     alert: Alert = field(default_factory=Alert)
     forecast: Forecast = field(default_factory=Forecast)
     otel: Otel = field(default_factory=Otel)
+    engine: Engine = field(default_factory=Engine)
     source: str | None = None  # the file it came from, if any
 
     def settings_row(self) -> dict[str, object]:
@@ -111,7 +119,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"config file not found: {p}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    known = {"hours_per_month", "tiers", "alert", "forecast", "otel"}
+    known = {"hours_per_month", "tiers", "alert", "forecast", "otel", "engine"}
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
@@ -120,14 +128,25 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         alert = Alert(**raw.get("alert", {}))
         forecast = Forecast(**raw.get("forecast", {}))
         otel = Otel(**raw.get("otel", {}))
+        engine = Engine(**raw.get("engine", {}))
     except TypeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
+    if engine.kind not in ("duckdb", "spark"):
+        raise ConfigError(f"{p}: engine.kind must be 'duckdb' or 'spark', got {engine.kind!r}")
     return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, forecast=forecast,
-                         otel=otel, source=str(p)))
+                         otel=otel, engine=engine, source=str(p)))
 
 
-def resolve_paths(landing: str | None, warehouse: str | None) -> tuple[Path, Path]:
-    """CLI flag, else environment variable, else the default."""
+WAREHOUSE_FILE = Path(DEFAULT_WAREHOUSE).name
+
+
+def resolve_paths(landing: str | None, warehouse: str | None, *, folder: bool = False) -> tuple[Path, Path]:
+    """CLI flag, else environment variable, else the default. The warehouse may be named by its
+    folder: an existing directory means the file ``thinktax.duckdb`` in it; with ``folder`` (the
+    Spark engine, whose ``--warehouse`` names where its tables live) so does a path without a suffix
+    that does not exist yet. The Spark tables then default to ``<that folder>/spark``."""
     land = landing or os.environ.get("THINKTAX_LANDING") or DEFAULT_LANDING
-    wh = warehouse or os.environ.get("THINKTAX_WAREHOUSE") or DEFAULT_WAREHOUSE
-    return Path(land).resolve(), Path(wh).resolve()
+    wh = Path(warehouse or os.environ.get("THINKTAX_WAREHOUSE") or DEFAULT_WAREHOUSE).resolve()
+    if wh.is_dir() or (folder and not wh.exists() and not wh.suffix):
+        wh = wh / WAREHOUSE_FILE
+    return Path(land).resolve(), wh

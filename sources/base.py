@@ -14,6 +14,8 @@ landing folder (used in messages only). A parser never touches DuckDB or Dagster
 The good rows are a ``pyarrow.Table`` whose columns match the staging table named in
 ``Parsed.table`` by name (extra columns are an error, missing nullable ones become NULL), plus
 an ``int64`` column ``line`` (1-based line in the file, or record number for JSON documents).
+Each staging table is declared once in :mod:`sources.contract`: its Arrow schema
+(``contract.table(name).arrow_schema()``), natural key and day column come from there.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pyarrow as pa
+
+from sources import contract
 
 
 class SourceFormatError(ValueError):
@@ -88,10 +92,15 @@ class SourceSpec:
     format: str  # e.g. "litellm_json"
     sniff: Sniffer  # (data, name) -> bool, from content (and name only as a tie-break)
     parse: Parser
-    # Natural key for de-duplication against rows already loaded into the same staging table.
-    # A row whose key and values match a loaded row is a duplicate; same key, other values is
-    # quarantined as 'conflicting_duplicate'. None: no key (catalog snapshots; newest file wins).
-    key: tuple[str, ...] | None = None
+    table: str  # the staging table its rows go to, e.g. "stg.requests" (declared in sources/contract.py)
+
+    @property
+    def key(self) -> tuple[str, ...] | None:
+        """Natural key for de-duplication against rows already loaded into the same staging table,
+        from the table's declaration (:mod:`sources.contract`). A row whose key and values match a
+        loaded row is a duplicate; same key, other values is quarantined as 'conflicting_duplicate'.
+        None: no key (catalog snapshots; newest file wins)."""
+        return contract.table(self.table).key
 
 _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 

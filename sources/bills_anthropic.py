@@ -21,74 +21,17 @@ from decimal import Decimal, localcontext
 import pyarrow as pa
 
 from sources import bills_pages as bp
+from sources import contract
 from sources.base import ParseContext, Parsed, Reject, head_text
 from sources.base import SourceSpec
 
-USAGE_SCHEMA = pa.schema(
-    [
-        ("line", pa.int64()),
-        ("bucket_start", pa.timestamp("us")),
-        ("bucket_end", pa.timestamp("us")),
-        ("workspace_id", pa.string()),
-        ("api_key_id", pa.string()),
-        ("model", pa.string()),
-        ("service_tier", pa.string()),
-        ("context_window", pa.string()),
-        ("inference_geo", pa.string()),
-        ("account_id", pa.string()),
-        ("service_account_id", pa.string()),
-        ("speed", pa.string()),
-        ("uncached_input_tokens", pa.int64()),
-        ("cache_read_input_tokens", pa.int64()),
-        ("cache_creation_5m_tokens", pa.int64()),
-        ("cache_creation_1h_tokens", pa.int64()),
-        ("output_tokens", pa.int64()),
-        ("web_search_requests", pa.int64()),
-    ]
-)
-USAGE_GROUPS = (
-    "workspace_id",
-    "api_key_id",
-    "model",
-    "service_tier",
-    "context_window",
-    "inference_geo",
-    "account_id",
-    "service_account_id",
-    "speed",
-)
-USAGE_KEY = ("bucket_start", "bucket_end", *USAGE_GROUPS)
-
-COSTS_SCHEMA = pa.schema(
-    [
-        ("line", pa.int64()),
-        ("bucket_start", pa.timestamp("us")),
-        ("bucket_end", pa.timestamp("us")),
-        ("workspace_id", pa.string()),
-        ("description", pa.string()),
-        ("cost_type", pa.string()),
-        ("token_type", pa.string()),
-        ("model", pa.string()),
-        ("service_tier", pa.string()),
-        ("context_window", pa.string()),
-        ("inference_geo", pa.string()),
-        ("amount", pa.decimal128(38, 12)),
-        ("currency", pa.string()),
-        ("fx_usd_per_unit", pa.decimal128(18, 9)),
-        ("amount_usd", pa.decimal128(38, 12)),
-    ]
-)
-COSTS_GROUPS = (
-    "workspace_id",
-    "description",
-    "cost_type",
-    "token_type",
-    "model",
-    "service_tier",
-    "context_window",
-    "inference_geo",
-)
-COSTS_KEY = ("bucket_start", "bucket_end", *COSTS_GROUPS)
+USAGE_TABLE = "stg.anthropic_usage"
+COSTS_TABLE = "stg.anthropic_costs"
+USAGE_SCHEMA = contract.table(USAGE_TABLE).arrow_schema()
+COSTS_SCHEMA = contract.table(COSTS_TABLE).arrow_schema()
+# the group-by fields of a result: the key after the bucket (sources/contract.py)
+USAGE_GROUPS = contract.table(USAGE_TABLE).key[2:]
+COSTS_GROUPS = contract.table(COSTS_TABLE).key[2:]
 
 _HUNDRED = Decimal(100)
 # As keys (a cost result names "uncached_input_tokens" as the *value* of its token_type).
@@ -178,7 +121,7 @@ def _costs_row(r: dict, ctx: ParseContext) -> dict:
 
 def _parse(data: bytes, name: str, ctx: ParseContext, want: str) -> Parsed:
     pages = bp.load_pages(data)
-    schema, table = (USAGE_SCHEMA, "stg.anthropic_usage") if want == "usage" else (COSTS_SCHEMA, "stg.anthropic_costs")
+    schema, table = (USAGE_SCHEMA, USAGE_TABLE) if want == "usage" else (COSTS_SCHEMA, COSTS_TABLE)
     cols: dict[str, list] = {f.name: [] for f in schema}
     rejects: list[Reject] = []
     for res in bp.iter_results(pages):
@@ -215,6 +158,6 @@ def parse_costs(data: bytes, name: str, ctx: ParseContext) -> Parsed:
 
 
 SPECS = [
-    SourceSpec("bills/anthropic", "anthropic_usage_report_json", sniff_usage, parse_usage, USAGE_KEY),
-    SourceSpec("bills/anthropic", "anthropic_cost_report_json", sniff_costs, parse_costs, COSTS_KEY),
+    SourceSpec("bills/anthropic", "anthropic_usage_report_json", sniff_usage, parse_usage, USAGE_TABLE),
+    SourceSpec("bills/anthropic", "anthropic_cost_report_json", sniff_costs, parse_costs, COSTS_TABLE),
 ]

@@ -28,6 +28,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from sources import contract
 from sources.base import ParseContext, Parsed, Reject, SourceFormatError, head_text
 from sources.base import SourceSpec
 
@@ -95,41 +96,10 @@ ALIASES = {
 }
 REQUIRED = ("BilledCost", "ChargePeriodStart", "ChargePeriodEnd")
 
-SCHEMA = pa.schema(
-    [("line", pa.int64())]
-    + [
-        (col, {"text": pa.string(), "money": pa.decimal128(38, SCALE), "quantity": pa.decimal128(38, SCALE),
-               "time": pa.timestamp("us")}[kind])
-        for col, kind in COLUMNS.values()
-    ]
-    + [("fx_usd_per_unit", pa.decimal128(18, 9)), ("key_occurrence", pa.int32())]
-)
-KEY_COLUMNS = (
-    "billing_account_id",
-    "sub_account_id",
-    "billing_period_start",
-    "charge_period_start",
-    "charge_period_end",
-    "charge_category",
-    "charge_class",
-    "charge_frequency",
-    "charge_description",
-    "pricing_category",
-    "provider_name",
-    "service_name",
-    "sku_id",
-    "sku_price_id",
-    "sku_meter",
-    "resource_id",
-    "region_id",
-    "availability_zone",
-    "commitment_discount_id",
-    "commitment_discount_status",
-    "capacity_reservation_id",
-    "pricing_unit",
-    "consumed_unit",
-)
-KEY = (*KEY_COLUMNS, "key_occurrence")
+TABLE = "stg.focus_costs"
+SCHEMA = contract.table(TABLE).arrow_schema()  # money and quantities DECIMAL(38,SCALE), times timestamp[us]
+KEY = contract.table(TABLE).key
+KEY_COLUMNS = KEY[:-1]  # key_occurrence numbers the lines of one file that share these
 
 # --- sniffing ------------------------------------------------------------------------------
 
@@ -378,7 +348,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     if assumed_usd:
         meta["assumed_billing_currency"] = "USD"
         meta["warnings"] = ["no BillingCurrency column: amounts taken as USD"]
-    return Parsed(table="stg.focus_costs", rows=rows, rejects=rejects, format="focus_csv", meta=meta)
+    return Parsed(table=TABLE, rows=rows, rejects=rejects, format="focus_csv", meta=meta)
 
 
 def _decimal_series(given: pl.Series) -> pl.Series:
@@ -408,4 +378,4 @@ def _polars_type(kind: str) -> pl.DataType:
     return {"text": pl.String(), "money": DEC, "quantity": DEC, "time": pl.Datetime("us")}[kind]
 
 
-SPECS = [SourceSpec("bills/focus", "focus_csv", sniff, parse, KEY)]
+SPECS = [SourceSpec("bills/focus", "focus_csv", sniff, parse, TABLE)]

@@ -18,58 +18,17 @@ from __future__ import annotations
 import pyarrow as pa
 
 from sources import bills_pages as bp
+from sources import contract
 from sources.base import ParseContext, Parsed, Reject, head_text
 from sources.base import SourceSpec
 
 USAGE_OBJECT = "organization.usage.completions.result"
 COSTS_OBJECT = "organization.costs.result"
 
-USAGE_SCHEMA = pa.schema(
-    [
-        ("line", pa.int64()),
-        ("bucket_start", pa.timestamp("us")),
-        ("bucket_end", pa.timestamp("us")),
-        ("project_id", pa.string()),
-        ("user_id", pa.string()),
-        ("api_key_id", pa.string()),
-        ("model", pa.string()),
-        ("batch", pa.bool_()),
-        ("service_tier", pa.string()),
-        ("api_source", pa.string()),
-        ("input_tokens", pa.int64()),
-        ("input_cached_tokens", pa.int64()),
-        ("input_audio_tokens", pa.int64()),
-        ("output_tokens", pa.int64()),
-        ("output_audio_tokens", pa.int64()),
-        ("num_model_requests", pa.int64()),
-    ]
-)
-USAGE_KEY = (
-    "bucket_start",
-    "bucket_end",
-    "project_id",
-    "user_id",
-    "api_key_id",
-    "model",
-    "batch",
-    "service_tier",
-    "api_source",
-)
-
-COSTS_SCHEMA = pa.schema(
-    [
-        ("line", pa.int64()),
-        ("bucket_start", pa.timestamp("us")),
-        ("bucket_end", pa.timestamp("us")),
-        ("project_id", pa.string()),
-        ("line_item", pa.string()),
-        ("amount", pa.decimal128(38, 12)),
-        ("currency", pa.string()),
-        ("fx_usd_per_unit", pa.decimal128(18, 9)),
-        ("amount_usd", pa.decimal128(38, 12)),
-    ]
-)
-COSTS_KEY = ("bucket_start", "bucket_end", "project_id", "line_item")
+USAGE_TABLE = "stg.openai_usage"
+COSTS_TABLE = "stg.openai_costs"
+USAGE_SCHEMA = contract.table(USAGE_TABLE).arrow_schema()
+COSTS_SCHEMA = contract.table(COSTS_TABLE).arrow_schema()
 
 
 def _looks_like_page(data: bytes) -> bool:
@@ -113,7 +72,7 @@ def _batch(result: dict) -> bool | None:
 
 def _parse(data: bytes, name: str, ctx: ParseContext, want: str) -> Parsed:
     pages = bp.load_pages(data)
-    schema, table = (USAGE_SCHEMA, "stg.openai_usage") if want == "usage" else (COSTS_SCHEMA, "stg.openai_costs")
+    schema, table = (USAGE_SCHEMA, USAGE_TABLE) if want == "usage" else (COSTS_SCHEMA, COSTS_TABLE)
     want_object = USAGE_OBJECT if want == "usage" else COSTS_OBJECT
     cols: dict[str, list] = {f.name: [] for f in schema}
     rejects: list[Reject] = []
@@ -191,6 +150,6 @@ def parse_costs(data: bytes, name: str, ctx: ParseContext) -> Parsed:
 
 
 SPECS = [
-    SourceSpec("bills/openai", "openai_usage_json", sniff_usage, parse_usage, USAGE_KEY),
-    SourceSpec("bills/openai", "openai_costs_json", sniff_costs, parse_costs, COSTS_KEY),
+    SourceSpec("bills/openai", "openai_usage_json", sniff_usage, parse_usage, USAGE_TABLE),
+    SourceSpec("bills/openai", "openai_costs_json", sniff_costs, parse_costs, COSTS_TABLE),
 ]

@@ -13,13 +13,14 @@ import datetime as dt
 import json
 import re
 from collections.abc import Callable
-from decimal import Decimal
 
 import pyarrow as pa
 
+from sources import contract
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.csvutil import FieldError, Row, bool_field, decimal_field, float_field, int_field, read_rows
 from sources.base import SourceSpec
+from sources.contract import MAX_CATALOG_USD_PER_GPU_HOUR
 
 
 def _timestamp(row: Row, field: str, *, required: bool) -> dt.datetime | None:
@@ -44,8 +45,14 @@ def _text(row: Row, field: str, *, required: bool = False) -> str | None:
     return value or None
 
 
-def _csv_parser(table: str, fmt: str, required: list[str], schema: pa.Schema,
-                convert: Callable[[Row], dict]) -> Callable[[bytes, str, ParseContext], Parsed]:
+def _csv_parser(table: str, fmt: str, convert: Callable[[Row], dict], *,
+                defaults: tuple[str, ...] = ()) -> Callable[[bytes, str, ParseContext], Parsed]:
+    """A catalog CSV parser: its header names the staging table's columns; the NOT NULL ones are
+    required (except ``defaults``, which ``convert`` fills in), the rows get the table's Arrow schema."""
+    declared = contract.table(table)
+    schema = declared.arrow_schema()
+    required = [c.name for c in declared.columns if not c.nullable and c.name not in defaults]
+
     def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         _, rows = read_rows(data, required=required, name=name)
         good: list[dict] = []
@@ -97,7 +104,7 @@ def _node(row: Row) -> dict:
         "gpus": int_field(row, "gpus", required=True, minimum=1),
         "model": _text(row, "model"),
         "precision": (_text(row, "precision") or "").lower() or None,
-        "usd_per_gpu_hour": decimal_field(row, "usd_per_gpu_hour", maximum=Decimal(1000)),
+        "usd_per_gpu_hour": decimal_field(row, "usd_per_gpu_hour", maximum=MAX_CATALOG_USD_PER_GPU_HOUR),
         "active_from": _timestamp(row, "active_from", required=True),
         "active_to": _timestamp(row, "active_to", required=False),
     }
@@ -116,7 +123,7 @@ def _deployment(row: Row) -> dict:
         "precision": (_text(row, "precision") or "").lower() or None,
         "gpu_mem_gb": float_field(row, "gpu_mem_gb"),
         "calls_per_minute": float_field(row, "calls_per_minute"),
-        "usd_per_gpu_hour": decimal_field(row, "usd_per_gpu_hour", maximum=Decimal(1000)),
+        "usd_per_gpu_hour": decimal_field(row, "usd_per_gpu_hour", maximum=MAX_CATALOG_USD_PER_GPU_HOUR),
     }
 
 
@@ -141,39 +148,11 @@ def _budget(row: Row) -> dict:
     }
 
 
-_MODELS_SCHEMA = pa.schema([
-    ("line", pa.int64()), ("model", pa.string()), ("family", pa.string()), ("reasoning", pa.bool_()),
-    ("params_total_b", pa.float64()), ("params_active_b", pa.float64()), ("config_json", pa.string()),
-    ("weights_gb_fp8", pa.float64()), ("kv_bytes_per_token_bf16", pa.int64()),
-])
-_NODES_SCHEMA = pa.schema([
-    ("line", pa.int64()), ("node_id", pa.string()), ("provider", pa.string()), ("gpu_type", pa.string()),
-    ("gpus", pa.int32()), ("model", pa.string()), ("precision", pa.string()),
-    ("usd_per_gpu_hour", pa.decimal128(18, 6)), ("active_from", pa.timestamp("us")), ("active_to", pa.timestamp("us")),
-])
-_DEPLOYMENTS_SCHEMA = pa.schema([
-    ("line", pa.int64()), ("deployment", pa.string()), ("model", pa.string()), ("provider", pa.string()),
-    ("gpu_type", pa.string()), ("gpus", pa.int32()), ("precision", pa.string()), ("gpu_mem_gb", pa.float64()),
-    ("calls_per_minute", pa.float64()), ("usd_per_gpu_hour", pa.decimal128(18, 6)),
-])
-
-parse_models = _csv_parser("stg.models", "models_csv", ["model"], _MODELS_SCHEMA, _model)
-parse_nodes = _csv_parser("stg.nodes", "nodes_csv", ["node_id", "gpu_type", "gpus", "active_from"], _NODES_SCHEMA, _node)
-parse_deployments = _csv_parser(
-    "stg.deployments", "deployments_csv", ["deployment", "model", "gpu_type", "gpus"], _DEPLOYMENTS_SCHEMA, _deployment
-)
-
-_SUBSTITUTIONS_SCHEMA = pa.schema([
-    ("line", pa.int64()), ("from_model", pa.string()), ("to_model", pa.string()),
-    ("thinking_ratio", pa.float64()), ("output_ratio", pa.float64()), ("note", pa.string()),
-])
-_BUDGETS_SCHEMA = pa.schema([
-    ("line", pa.int64()), ("team", pa.string()), ("monthly_usd", pa.decimal128(18, 6)), ("soft_pct", pa.float64()),
-])
-parse_substitutions = _csv_parser("stg.substitutions", "substitutions_csv",
-                                  ["from_model", "to_model", "thinking_ratio", "output_ratio"],
-                                  _SUBSTITUTIONS_SCHEMA, _substitution)
-parse_budgets = _csv_parser("stg.budgets", "budgets_csv", ["team", "monthly_usd"], _BUDGETS_SCHEMA, _budget)
+parse_models = _csv_parser("stg.models", "models_csv", _model)
+parse_nodes = _csv_parser("stg.nodes", "nodes_csv", _node)
+parse_deployments = _csv_parser("stg.deployments", "deployments_csv", _deployment)
+parse_substitutions = _csv_parser("stg.substitutions", "substitutions_csv", _substitution)
+parse_budgets = _csv_parser("stg.budgets", "budgets_csv", _budget, defaults=("soft_pct",))  # soft_pct: 80
 
 
 def parse_config(data: bytes, name: str, ctx: ParseContext) -> Parsed:
@@ -188,7 +167,7 @@ def parse_config(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     path = name.split("catalog/", 1)[-1]
     return Parsed(
         "stg.model_configs",
-        pa.table({"line": pa.array([1], pa.int64()), "path": [path], "config_json": [text]}),
+        pa.table({"line": [1], "path": [path], "config_json": [text]}, schema=contract.MODEL_CONFIGS.arrow_schema()),
         [],
         "hf_config_json",
     )
@@ -209,10 +188,10 @@ def _sniff_config(data: bytes, name: str) -> bool:
 
 
 SPECS = [
-    SourceSpec("catalog", "substitutions_csv", _sniff_csv("from_model", "to_model", "thinking_ratio"), parse_substitutions),
-    SourceSpec("catalog", "budgets_csv", _sniff_csv("team", "monthly_usd"), parse_budgets),
-    SourceSpec("catalog", "nodes_csv", _sniff_csv("node_id", "gpu_type"), parse_nodes),
-    SourceSpec("catalog", "deployments_csv", _sniff_csv("deployment", "gpu_type"), parse_deployments),
-    SourceSpec("catalog", "models_csv", _sniff_csv("model"), parse_models),
-    SourceSpec("catalog", "hf_config_json", _sniff_config, parse_config),
+    SourceSpec("catalog", "substitutions_csv", _sniff_csv("from_model", "to_model", "thinking_ratio"), parse_substitutions, "stg.substitutions"),
+    SourceSpec("catalog", "budgets_csv", _sniff_csv("team", "monthly_usd"), parse_budgets, "stg.budgets"),
+    SourceSpec("catalog", "nodes_csv", _sniff_csv("node_id", "gpu_type"), parse_nodes, "stg.nodes"),
+    SourceSpec("catalog", "deployments_csv", _sniff_csv("deployment", "gpu_type"), parse_deployments, "stg.deployments"),
+    SourceSpec("catalog", "models_csv", _sniff_csv("model"), parse_models, "stg.models"),
+    SourceSpec("catalog", "hf_config_json", _sniff_config, parse_config, "stg.model_configs"),
 ]

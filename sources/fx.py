@@ -14,12 +14,13 @@ from decimal import Decimal
 
 import pyarrow as pa
 
+from sources import contract
 from sources.base import Parsed, ParseContext, Reject, date_in_name
 from sources.csvutil import FieldError, decimal_field, read_rows
 from sources.base import SourceSpec
 
-_SCHEMA = pa.schema([("line", pa.int64()), ("currency", pa.string()), ("usd_per_unit", pa.decimal128(18, 9)),
-                     ("effective_from", pa.date32())])
+TABLE = "stg.fx_rates"
+_SCHEMA = contract.table(TABLE).arrow_schema()
 
 
 def sniff(data: bytes, name: str) -> bool:
@@ -48,7 +49,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
             rejects.append(Reject(row.line, exc.field, exc.reason, row.raw))
             continue
         good.append({"line": row.line, "currency": cur, "usd_per_unit": rate, "effective_from": day})
-    return Parsed("stg.fx_rates", pa.Table.from_pylist(good, schema=_SCHEMA), rejects, "fx_rates_csv")
+    return Parsed(TABLE, pa.Table.from_pylist(good, schema=_SCHEMA), rejects, "fx_rates_csv")
 
 
-SPECS = [SourceSpec("fx", "fx_rates_csv", sniff, parse, key=("currency", "effective_from"))]
+SPECS = [SourceSpec("fx", "fx_rates_csv", sniff, parse, TABLE)]

@@ -36,7 +36,8 @@ import pyarrow.compute as pc
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.registry import SourceSpec
-from sources.requests import MAX_TOKENS, _lines
+from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS
+from sources.requests import _lines
 
 TABLE = "stg.requests"
 SIDE = "stg.reported_costs"
@@ -190,4 +191,4 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     return Parsed(TABLE, good.select(_OUT), rejects, "litellm_spendlogs", side={SIDE: side})
 
 
-SPECS = [SourceSpec("telemetry/litellm_spendlogs", "litellm_spendlogs", sniff, parse, key=("request_id",))]
+SPECS = [SourceSpec("telemetry/litellm_spendlogs", "litellm_spendlogs", sniff, parse, TABLE)]

@@ -52,7 +52,8 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.registry import SourceSpec
-from sources.requests import _TIERS, MAX_TOKENS
+from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS
+from sources.requests import _TIERS
 
 TABLE = "stg.requests"
 COST_OPERATIONS = ("chat", "text_completion", "generate_content")
@@ -314,4 +315,4 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
                   meta={"warnings": [] if out.num_rows else [f"{spans.num_rows} span(s), none a model call"]})
 
 
-SPECS = [SourceSpec("telemetry/otel", "otlp_json", sniff, parse, key=("request_id",))]
+SPECS = [SourceSpec("telemetry/otel", "otlp_json", sniff, parse, TABLE)]

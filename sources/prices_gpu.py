@@ -53,40 +53,25 @@ import datetime as dt
 import re
 from decimal import Decimal
 
-import pyarrow as pa
-
 from sources._price_common import (
     RowsBase,
-    CsvSheet,
     default_effective_from,
-    header_names,
     parse_day,
     parse_decimal,
     quantize,
     usd_rate,
 )
+from sources import contract
+from sources.csvutil import CsvSheet, header_names
 from sources.base import ParseContext, Parsed, Reject
+from sources.contract import GPU_PRICINGS, MAX_USD_PER_GPU_HOUR
 from sources.base import SourceSpec
 
 TABLE = "stg.gpu_prices"
-MAX_USD_PER_GPU_HOUR = Decimal(100)  # dearest real row: azure H200 8-GPU 169.6 / 8 = 21.2
 _SCALE = 6  # DECIMAL(18,6)
-PRICINGS = ("on_demand", "reserved", "spot")
+PRICINGS = GPU_PRICINGS
 
-SCHEMA = pa.schema(
-    [
-        ("line", pa.int64()),
-        ("provider", pa.string()),
-        ("gpu_type", pa.string()),
-        ("gpus_per_node", pa.int32()),
-        ("usd_per_gpu_hour", pa.decimal128(18, _SCALE)),
-        ("pricing", pa.string()),
-        ("region", pa.string()),
-        ("instance_type", pa.string()),
-        ("effective_from", pa.date32()),
-        ("source_format", pa.string()),
-    ]
-)
+SCHEMA = contract.table(TABLE).arrow_schema()
 
 # Clouds SkyPilot has catalogs for, and other names people put in file names for them.
 PROVIDERS = {
@@ -316,8 +301,7 @@ def parse_thinktax_gpu(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     return out.parsed(blank_rows=sheet.blank_rows)
 
 
-_KEY = ("provider", "gpu_type", "gpus_per_node", "pricing", "region", "instance_type", "effective_from")
 SPECS = [
-    SourceSpec("prices/gpu", "skypilot_csv", sniff_skypilot, parse_skypilot, key=_KEY),
-    SourceSpec("prices/gpu", "thinktax_gpu_csv", sniff_thinktax_gpu, parse_thinktax_gpu, key=_KEY),
+    SourceSpec("prices/gpu", "skypilot_csv", sniff_skypilot, parse_skypilot, TABLE),
+    SourceSpec("prices/gpu", "thinktax_gpu_csv", sniff_thinktax_gpu, parse_thinktax_gpu, TABLE),
 ]

@@ -76,24 +76,21 @@ from decimal import Decimal
 from json.decoder import scanstring
 from typing import Any
 
-import pyarrow as pa
-
 from sources._price_common import (
     RowsBase,
-    CsvSheet,
-    decode_text,
     default_effective_from,
-    header_names,
     parse_day,
     parse_decimal,
     quantize,
     usd_rate,
 )
+from sources import contract
+from sources.csvutil import CsvSheet, decode_text, header_names
 from sources.base import ParseContext, Parsed, Reject, SourceFormatError, head_text
+from sources.contract import MAX_UPLIFT, MAX_USD_PER_MTOK, MAX_USD_PER_REQUEST
 from sources.base import SourceSpec
 
 TABLE = "stg.llm_prices"
-MAX_USD_PER_MTOK = Decimal(1000)  # the dearest real price in 2026 is ~$600/M (o1-pro output)
 _MTOK = 6  # per token -> per million tokens: scaleb(6)
 _SCALE = 9  # DECIMAL(18,9)
 
@@ -110,24 +107,7 @@ PRICE_COLUMNS = (
 MTOK_EXTRAS = ("cache_write_1h_usd_per_mtok",)
 FEE_COLUMNS = ("usd_per_request_fee", "web_search_usd_per_query_low", "web_search_usd_per_query_high")
 UPLIFT_COLUMNS = ("regional_uplift_eu", "regional_uplift_us")
-MAX_USD_PER_REQUEST = Decimal(100)  # a web search is $0.01-$0.05 per query
-MAX_UPLIFT = Decimal(10)  # real uplifts are 1.1x
-_PRICE_TYPE = pa.decimal128(18, _SCALE)
-SCHEMA = pa.schema(
-    [
-        ("line", pa.int64()),
-        ("provider", pa.string()),
-        ("model", pa.string()),
-        ("price_kind", pa.string()),
-        ("effective_from", pa.date32()),
-        *[(c, _PRICE_TYPE) for c in PRICE_COLUMNS],
-        ("currency", pa.string()),
-        ("supports_reasoning", pa.bool_()),
-        ("source_format", pa.string()),
-        *[(c, _PRICE_TYPE) for c in MTOK_EXTRAS + FEE_COLUMNS],
-        *[(c, pa.decimal128(9, 6)) for c in UPLIFT_COLUMNS],
-    ]
-)
+SCHEMA = contract.table(TABLE).arrow_schema()
 
 
 class _Rows(RowsBase):
@@ -644,9 +624,8 @@ def parse_thinktax_csv(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     return out.parsed(converted_from_other_currency=converted, blank_rows=sheet.blank_rows)
 
 
-_KEY = ("provider", "model", "price_kind", "effective_from")
 SPECS = [
-    SourceSpec("prices/llm", "litellm_json", sniff_litellm, parse_litellm, key=_KEY),
-    SourceSpec("prices/llm", "openrouter_json", sniff_openrouter, parse_openrouter, key=_KEY),
-    SourceSpec("prices/llm", "thinktax_csv", sniff_thinktax_csv, parse_thinktax_csv, key=_KEY),
+    SourceSpec("prices/llm", "litellm_json", sniff_litellm, parse_litellm, TABLE),
+    SourceSpec("prices/llm", "openrouter_json", sniff_openrouter, parse_openrouter, TABLE),
+    SourceSpec("prices/llm", "thinktax_csv", sniff_thinktax_csv, parse_thinktax_csv, TABLE),
 ]

@@ -51,6 +51,7 @@ from typing import Any
 import pyarrow as pa
 from prometheus_client.parser import text_fd_to_metric_families
 
+from sources import contract
 from sources.base import ParseContext, Parsed, Reject, SourceFormatError, head_text
 from sources.base import SourceSpec
 
@@ -139,23 +140,7 @@ DCGM_INT32_BLANK = 0x7FFFFFF0  # 2147483632
 # ...) may change while the GPU's counter keeps counting, so they are not part of `series`.
 _DCGM_SERIES_LABELS = ("gpu", "UUID", "GPU_I_ID", "GPU_I_PROFILE")
 
-SCHEMA = pa.schema(
-    [
-        ("line", pa.int64()),
-        ("node_id", pa.string()),
-        ("scrape_ts", pa.timestamp("us")),
-        ("engine", pa.string()),
-        ("metric", pa.string()),
-        ("mapped", pa.bool_()),
-        ("source_metric", pa.string()),
-        ("kind", pa.string()),
-        ("labels", pa.string()),
-        ("series", pa.string()),
-        ("gpu", pa.string()),
-        ("model_name", pa.string()),
-        ("value", pa.float64()),
-    ]
-)
+SCHEMA = contract.table(TABLE).arrow_schema()
 
 _TS = re.compile(
     r"^(?P<date>\d{4}-\d{2}-\d{2})[T_ ](?P<h>\d{2})[:-]?(?P<m>\d{2})[:-]?(?P<s>\d{2})"
@@ -450,6 +435,6 @@ SPECS = [
         format=FORMAT,
         sniff=sniff,
         parse=parse,
-        key=("node_id", "scrape_ts", "source_metric", "labels"),
+        table=TABLE,
     )
 ]

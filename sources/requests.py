@@ -71,11 +71,10 @@ import pyarrow.compute as pc
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.base import SourceSpec
+from sources.contract import MAX_TOKENS_PER_CALL, REQUESTS
 
 TABLE = "stg.requests"
-# No model reads or writes more than this in one call (the largest context window, Llama 4 Scout,
-# is 10M tokens): a count above it is a unit or logging error, e.g. a 10^6x outlier.
-MAX_TOKENS = 10_000_000
+MAX_TOKENS = MAX_TOKENS_PER_CALL  # a count above it is a unit or logging error (sources/contract.py)
 
 # Gemini usageMetadata (camelCase), read at the top level or inside "usage"
 _GEMINI = {
@@ -132,7 +131,7 @@ _INTS = {
                              ("tool_prompt", "toolUsePromptTokenCount"))
     },
 }
-# service_tier as reported -> the tier priced; any other value is quarantined
+# service_tier as reported -> the tier priced (one of contract.SERVICE_TIERS, a test checks); any other value is quarantined
 _TIERS = {"default": "standard", "auto": "standard", "standard": "standard", "flex": "flex",
           "priority": "priority", "scale": "scale", "batch": "batch"}
 
@@ -316,14 +315,7 @@ SELECT line, CASE WHEN problem IS NOT NULL THEN raw END AS raw,  -- kept for rej
 FROM judged
 """
 
-_OUT_COLUMNS = [
-    "line", "ts", "request_id", "model", "provider", "node_id", "task_id", "task_type", "team",
-    "latency_ms", "ttft_ms", "usage_shape", "uncached_input_tokens", "cached_input_tokens",
-    "cache_write_tokens", "thinking_tokens", "output_tokens",
-    # pricing modifiers (migration 100)
-    "service_tier", "is_batch", "cache_write_1h_tokens", "processing_region", "web_search_requests",
-    "web_search_context_size",
-]
+_OUT_COLUMNS = REQUESTS.arrow_schema().names  # line + every stg.requests column, in table order
 
 
 def _trimmed(expr: str) -> str:
@@ -439,5 +431,5 @@ def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False) -> 
 # Batch result files (sources/requests_batch.py) are JSONL with "usage" too, told apart by content:
 # sources/registry.py lists their specs before this one.
 SPECS = [
-    SourceSpec("telemetry/requests", "requests_jsonl", sniff, parse, key=("request_id",)),
+    SourceSpec("telemetry/requests", "requests_jsonl", sniff, parse, TABLE),
 ]

@@ -111,6 +111,6 @@ def parse_anthropic(data: bytes, name: str, ctx: ParseContext) -> Parsed:
 
 
 SPECS = [
-    SourceSpec("telemetry/requests", "openai_batch_output", sniff_openai, parse_openai, key=("request_id",)),
-    SourceSpec("telemetry/requests", "anthropic_batch_results", sniff_anthropic, parse_anthropic, key=("request_id",)),
+    SourceSpec("telemetry/requests", "openai_batch_output", sniff_openai, parse_openai, "stg.requests"),
+    SourceSpec("telemetry/requests", "anthropic_batch_results", sniff_anthropic, parse_anthropic, "stg.requests"),
 ]

@@ -249,7 +249,8 @@ def test_sqlalchemy_inspector_shows_schemas_and_column_docs(pub):
     engine = sa.create_engine(f"duckdb:///{pub.warehouse}?access_mode=read_only", poolclass=NullPool)
     insp = sa.inspect(engine)
     assert "thinktax.marts" in insp.get_schema_names()  # duckdb-engine qualifies schemas with the file's name
-    assert {"cost_per_task", "daily_spend", "task_costs", "tier_mix"} <= set(insp.get_table_names(schema="marts"))
+    assert {"task_cost_breakdown", "daily_spend", "task_costs", "tier_mix"} <= set(insp.get_table_names(schema="marts"))
+    assert "cost_per_task" in insp.get_view_names(schema="marts")  # its old name, a view (issue 17)
     cols = {c["name"]: c for c in insp.get_columns("daily_spend", schema="marts")}
     assert cols["cost_usd"]["comment"].endswith("Unit: USD.")
     assert "grain" in insp.get_table_comment("daily_spend", schema="marts")["text"]

@@ -53,7 +53,9 @@ def test_every_mart_and_ops_column_has_a_comment(fresh):
     marts = fresh.execute("SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'marts'").fetchall()[0][0]
     assert marts >= 60  # the five backbone marts alone have 67 columns: the check looked at them
     tables = {r[0] for r in fresh.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'marts'").fetchall()}
-    assert {"cost_per_task", "daily_spend", "task_costs", "tier_mix", "unpriced_usage"} <= tables
+    assert {"task_cost_breakdown", "daily_spend", "task_costs", "tier_mix", "unpriced_usage"} <= tables
+    views = {r[0] for r in fresh.execute("SELECT view_name FROM duckdb_views() WHERE schema_name = 'marts'").fetchall()}
+    assert "cost_per_task" in views  # the old name of marts.task_cost_breakdown (issue 17), documented too
 
 
 def test_a_new_undocumented_mart_column_is_caught():
@@ -122,7 +124,7 @@ def test_the_published_warehouse_carries_the_comments(pub):
             "SELECT schema_name || '.' || table_name, column_name, comment FROM duckdb_columns() "
             "WHERE schema_name IN ('marts', 'ops')").fetchall()
         table_doc = con.execute(
-            "SELECT comment FROM duckdb_tables() WHERE schema_name = 'marts' AND table_name = 'cost_per_task'").fetchall()[0][0]
+            "SELECT comment FROM duckdb_views() WHERE schema_name = 'marts' AND view_name = 'cost_per_task'").fetchall()[0][0]
     assert rows and all(c is not None for _, _, c in rows), [f"{t}.{c}" for t, c, x in rows if x is None]
     assert {(t, c): x for t, c, x in rows}[("marts.tier_mix", "share_of_calls")] == \
         comments.COLUMNS["marts.tier_mix"]["share_of_calls"]
@@ -196,3 +198,24 @@ def test_markdown_head_escapes_cells():
     text = markdown_head(["a|b", "c"], [("x|y", None), ("line\nbreak", "z" * 50)])
     assert text.splitlines() == [
         "| a\\|b | c |", "|---|---|", "| x\\|y | NULL |", f"| line break | {'z' * 39}… |"]
+
+
+def test_apply_writes_only_what_differs_and_restores_what_a_rebuild_dropped():
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA marts; CREATE TABLE marts.daily_spend (day DATE, cost_usd DECIMAL(18,6))")
+    comments.apply(con)
+    expected = comments.COLUMNS["marts.daily_spend"]["cost_usd"]
+    writes: list[str] = []
+
+    class Spy:  # counts the COMMENT ON statements apply issues
+        def execute(self, sql, *a):
+            if sql.startswith("COMMENT ON"):
+                writes.append(sql)
+            return con.execute(sql, *a)
+
+    assert comments.apply(Spy()) == [] and writes == []  # everything already in place: nothing written
+    con.execute("COMMENT ON COLUMN marts.daily_spend.cost_usd IS 'edited by hand'")
+    con.execute("CREATE OR REPLACE TABLE marts.daily_spend AS SELECT * FROM marts.daily_spend")  # a rebuild drops comments
+    comments.apply(Spy())
+    assert con.execute("SELECT comment FROM duckdb_columns() WHERE column_name = 'cost_usd'").fetchall()[0][0] == expected
+    assert len(writes) == 1 + 2  # the table's comment and its two columns', nothing else

@@ -139,7 +139,8 @@ def test_incremental_nightly_equals_full_rebuild(generated, tmp_path: Path):
     with read_only(nightly) as con:
         modes = dict(con.execute("SELECT table_name, mode FROM ops.model_builds").fetchall())
     assert modes["core.call_costs"] == "incremental" and modes["marts.task_costs"] == "incremental"
-    assert modes["core.calls"] == "view"
+    assert modes["core.calls"] == "incremental" and modes["core.tasks"] == "incremental"
+    assert modes["marts.task_cost_breakdown"] == "incremental" and modes["marts.cost_per_task"] == "view"
     assert modes["marts.tier_mix"] == "full"
 
     full = tmp_path / "full" / "wh.duckdb"
@@ -185,13 +186,17 @@ def _same_as_full(wh: Path, landing: Path, tmp_path: Path) -> None:
 
 # the models that read LLM prices (core.llm_price_versions), directly or through other models
 LLM_PRICE_READERS = {
-    "core.llm_price_versions", "core.model_map", "core.call_costs", "core.calls", "core.call_kv", "core.call_profiles",
+    "core.llm_price_versions", "core.model_map", "core.call_costs",
     "core.daily_call_totals", "core.self_hosted_usage_cost", "marts.bill_reconciliation", "marts.daily_spend",
-    "marts.task_costs", "marts.unpriced_usage", "marts.kv_thinking_share", "marts.focus_costs", "marts.tier_mix",
-    "marts.node_hours", "marts.cost_per_task",
+    "marts.task_costs", "marts.unpriced_usage", "marts.focus_costs", "marts.tier_mix",
+    "marts.node_hours", "marts.cost_per_task", "marts.task_cost_breakdown",
     # issues 14, 15, 18: marts over core.call_costs
-    "marts.price_basis_mix", "marts.budget_status", "marts.cost_crosscheck", "marts.peak_concurrency",
+    "marts.price_basis_mix", "marts.budget_status", "marts.cost_crosscheck",
 }
+# issue 17, calls before costs: what reads only calls and tokens reads core.calls, not core.call_costs,
+# so a new price sheet leaves it alone
+NOT_PRICE_READERS = {"core.calls", "core.tasks", "core.self_hosted_allocation", "core.call_kv", "core.call_profiles",
+                     "marts.kv_thinking_share", "marts.peak_concurrency"}
 
 
 def test_a_new_price_sheet_rebuilds_from_its_first_changed_day_only_what_reads_prices(generated, tmp_path: Path):
@@ -209,6 +214,7 @@ def test_a_new_price_sheet_rebuilds_from_its_first_changed_day_only_what_reads_p
     assert not scope.full, scope.reason
     assert scope.price_from == d(1)
     assert scope.tables == frozenset(LLM_PRICE_READERS)
+    assert not NOT_PRICE_READERS & scope.tables
     # the tables that do not read prices were kept: the dims, the allocation, the node hours' cost
     with read_only(wh) as con:
         modes = dict(con.execute("SELECT table_name, build_id FROM ops.model_builds").fetchall())
@@ -271,13 +277,17 @@ def test_changed_sql_rebuilds_the_model_and_what_it_feeds_whole(generated, tmp_p
     i = next(k for k, m in enumerate(models) if m.table == "core.self_hosted_allocation")
     models[i] = transform.SqlModel(models[i].schema, models[i].name, models[i].sql + "\n-- changed\n", models[i].deps,
                                    models[i].incremental, models[i].halo)
-    monkeypatch.setattr(transform, "load_models", lambda: tuple(models))
+    import warehouse.sqlmodel as sqlmodel
+
+    monkeypatch.setattr(sqlmodel, "load_models", lambda engine="duckdb": tuple(models))  # what the plan reads
     b = Build(wh, "three")
     b.start(Config().settings_row())
     with b.connect() as con:
         scope = incremental.plan(con, b.build_id)
     assert not scope.full
-    assert {"core.self_hosted_allocation", "core.call_costs", "core.calls", "marts.task_costs"} <= scope.full_tables
+    assert {"core.self_hosted_allocation", "core.call_costs", "marts.task_costs"} <= scope.full_tables
+    # issue 17: calls before costs -- the money-free tables upstream of the allocation stay incremental
+    assert not {"core.calls", "core.tasks"} & scope.full_tables
     assert not {"core.node_hours_cost", "core.dim_nodes", "core.llm_price_versions"} & scope.full_tables
     b.abandon()
 

@@ -423,7 +423,8 @@ def _probe_dagster(folder: Path) -> None:
 
 
 # -- the run -----------------------------------------------------------------------------------
-def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[str], None]) -> Results:
+def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[str], None],
+          engine: str = "duckdb") -> Results:
     from warehouse.db import Build  # noqa: PLC0415
     from warehouse.ingest import Ingestor  # noqa: PLC0415
     from warehouse.transform import build_all  # noqa: PLC0415
@@ -466,12 +467,15 @@ def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[
         built = build_all(con)
         row.rows = built["core.calls"]
         row.note = f"{len(built)} tables"
+    if engine == "spark":
+        spark_marts(results, con, root, log)
     with phase(results, "  same scan over stg.requests", log=log) as row:
         con.sql(SCAN_FLOOR_SQL.format(source="stg.requests")).fetchall()
         row.rows = data.history_calls
     with phase(results, "  one per-call table written (CTAS of stg.requests)", log=log) as row:
         # what writing one per-call table into the warehouse file costs by itself: the rebuild
-        # writes one (core.call_costs) plus one row per task (marts.task_costs)
+        # writes two (core.calls, money-free, and core.call_costs) plus one row per task (core.tasks,
+        # marts.task_costs)
         con.execute("CREATE TABLE core._bench_copy AS SELECT * FROM stg.requests")
         con.execute("CHECKPOINT")
         row.rows = _count(con, "core._bench_copy")
@@ -521,6 +525,22 @@ def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[
         if error:
             results.notes.append(f"the Dagster job failed in the overhead probe (timed anyway): {error}")
     return results
+
+
+def spark_marts(results: Results, con: duckdb.DuckDBPyConnection, root: Path, log: Callable[[str], None]) -> None:
+    """--engine spark: the same models on a local[2] Spark session over the same staging."""
+    from warehouse.spark.build import build_all as spark_build_all  # noqa: PLC0415
+    from warehouse.spark.build import load_staging, session  # noqa: PLC0415
+
+    with phase(results, "spark: session start (local[2])", log=log) as row:
+        spark = session(warehouse_dir=str(root / "spark"))
+    with phase(results, "spark: staging to Parquet + catalog", log=log) as row:
+        row.note = f"{len(load_staging(spark, con, str(root / 'spark' / '_staging')))} tables"
+    with phase(results, "marts: Spark (build_all)", floor="marts: thinktax (build_all)", log=log) as row:
+        built = spark_build_all(spark)
+        row.rows = built["core.call_costs"][0]
+        row.note = f"{len(built)} tables; ratio: vs DuckDB"
+    spark.stop()
 
 
 def _cost_note(published: Path) -> str:
@@ -579,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=benchgen.GenSpec.seed)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--probe-dagster", help=argparse.SUPPRESS)
+    p.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",
+                   help="spark: also build the marts on a local[2] Spark session over the same staging")
     args = p.parse_args(argv)
     if args.probe_dagster:
         _probe_dagster(Path(args.probe_dagster))
@@ -603,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
         f"load average at start {os.getloadavg()[0]:.1f}"
     )
     try:
-        results = bench(spec, root, overhead=not args.smoke, log=log)
+        results = bench(spec, root, overhead=not args.smoke, log=log, engine=args.engine)
         print(render(results, spec, header), flush=True)
     finally:
         if not args.keep:

@@ -9,6 +9,7 @@ process state. (``make dev`` is different: the Dagster daemon and UI run in othe
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -30,7 +31,21 @@ run_retries:
   enabled: true
   max_retries: 1           # a run that died (worker killed, OOM, restart) is retried once...
   retry_on_asset_or_op_failure: false   # ...but never one that failed a step: a blocking check fails again
+# Dagster's SQLite storage in this folder, with an event log that keeps its connections open
+# (pipelines/dagster_storage.py): a run writes ~270 events, and a new connection per event was
+# most of a no-op run's time.
+storage:
+  custom:
+    module: pipelines.dagster_storage
+    class: ThinktaxSqliteStorage
+    config:
+      base_dir: {{base_dir}}
 """
+
+
+def dagster_yaml(home: Path) -> str:
+    """The dagster.yaml thinktax writes into ``home`` (its storage's base_dir is ``home``)."""
+    return DAGSTER_YAML.replace("{base_dir}", json.dumps(str(home)))
 
 
 def dagster_home() -> Path:
@@ -38,8 +53,9 @@ def dagster_home() -> Path:
     home = Path(os.environ.get("DAGSTER_HOME") or Path(STATE_DIR, "dagster_home")).resolve()
     home.mkdir(parents=True, exist_ok=True)
     cfg = home / "dagster.yaml"
-    if not cfg.exists() or (cfg.read_text().startswith(YAML_MARKER) and cfg.read_text() != DAGSTER_YAML):
-        cfg.write_text(DAGSTER_YAML)
+    text = dagster_yaml(home)
+    if not cfg.exists() or (cfg.read_text().startswith(YAML_MARKER) and cfg.read_text() != text):
+        cfg.write_text(text)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 

@@ -72,7 +72,28 @@ TABLES: dict[str, str] = {
     "marts.focus_costs": "Every cost thinktax knows (API and self-hosted) as FOCUS 1.2 rows.",
 }
 
+_COST_PER_TASK = {
+    "model": _d("Model the calls went to (lower case, no provider/ prefix, no date suffix)", LABEL),
+    "serving": _d("'api' (bought per token) or 'self_hosted' (served by a node from nodes.csv)", LABEL),
+    "tasks": _d("Distinct tasks in the row (a task that used two models counts once in each model's row)", COUNT),
+    "calls": _d("Model calls in the row", COUNT),
+    **_TOKEN_BUCKETS,
+    "cost_usd": _d("Cost of the calls: API calls at the price in force at each call, self-hosted calls at "
+                   "their share of the node's paid GPU-hours; idle rows carry unused node time", USD),
+    "thinking_cost_usd": _d("The part of cost_usd due to thinking tokens", USD),
+    "cost_per_task_usd": _d("cost_usd / tasks (NULL for idle rows)", USD),
+    "unpriced_calls": _d("Calls without a known price (not in cost_usd; see marts.unpriced_usage)", COUNT),
+}
+
 COLUMNS: dict[str, dict[str, str]] = {
+    "marts.task_cost_breakdown": {
+        "task_day": _d("UTC day of the task's first call (core.tasks); node-days without calls: that day", DAY),
+        "task_team": _d("Team of the task's first call ('unknown' if not reported; 'idle' for self-hosted node-days "
+                        "without calls)", LABEL),
+        "task_type": _d("Task type of the task's first call ('unknown' if not reported; 'idle' for idle node-days)", LABEL),
+        "task_tier": _d("The task's tier: the highest tier of its calls (fast < medium < full); 'idle' for idle node-days", LABEL),
+        **_COST_PER_TASK,
+    },
     "marts.cost_per_task": {
         "day": _d("UTC day of the task's first call", DAY),
         "team": _d("Team of the task's first call ('unknown' if not reported; 'idle' for self-hosted node-days without calls)", LABEL),
@@ -106,9 +127,10 @@ COLUMNS: dict[str, dict[str, str]] = {
         "last_call_at": _d("Time of the task's last call", TS),
     },
     "marts.tier_mix": {
-        "day": _d("UTC day of the calls", DAY),
-        "team": _d("Team; '*' = all teams together", LABEL),
-        "tier": _d("Call tier from its thinking tokens: 'fast', 'medium' or 'full' (every tier has a row)", LABEL),
+        "day": _d("UTC day of the calls (each call's own day, not its task's)", DAY),
+        "team": _d("Team of the calls, each call's own; '*' = all teams together", LABEL),
+        "tier": _d("Call tier from the call's own thinking tokens: 'fast', 'medium' or 'full' (every tier has a row; "
+                   "a task's tier is in marts.task_cost_breakdown.task_tier)", LABEL),
         "calls": _d("Calls of the tier on that day and team", COUNT),
         "share_of_calls": _d("calls / all calls of the (day, team)", FRACTION),
         "cost_usd": _d("Cost of the tier's calls", USD),
@@ -135,12 +157,13 @@ COLUMNS: dict[str, dict[str, str]] = {
         "request_fees_usd": _d("The per-query fees in cost_usd (web search)", USD),
     },
     "marts.daily_spend": {
-        "day": _d("UTC day of the spend", DAY),
+        "day": _d("UTC day of the spend (for calls: each call's own day, not its task's)", DAY),
         "source": _d("'api_usage' (API calls at list price), 'api_bill' (what the provider billed) or "
                      "'self_hosted' (node cost allocated to calls, team 'idle' for node-days without calls)", LABEL),
         "provider": _d("API provider, or the self-hosted node's cloud provider", LABEL),
         "model": _d("Model (lower case, no provider/ prefix, no date suffix)", LABEL),
-        "team": _d("Team of the calls ('unknown' if not reported, 'idle' for unused node time)", LABEL),
+        "team": _d("Team of the calls, each call's own (inherited from its task when the call reports none; "
+                   "'unknown' if neither reports one, 'idle' for unused node time)", LABEL),
         "cost_usd": _d("Spend", USD),
         "reasoning_cost_usd": _d("The part of cost_usd due to thinking tokens", USD),
         "calls": _d("Calls behind the spend (0 for idle rows and bills)", COUNT),
@@ -470,25 +493,32 @@ def existing_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str
 
 
 def apply(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Write the comments into the warehouse; returns the columns that have none (``schema.table.column``)."""
-    relations = dict(con.execute(
-        "SELECT schema_name || '.' || table_name, 'TABLE' FROM duckdb_tables() "
+    """Write the comments into the warehouse; returns the columns that have none (``schema.table.column``).
+
+    Only comments that differ from the stored ones are written (one ``COMMENT ON`` costs a catalog
+    write; a run that replaced a few tables, or none, rewrites only theirs)."""
+    relations = {(s, n): (kind, c) for s, n, kind, c in con.execute(
+        "SELECT schema_name, table_name, 'TABLE', comment FROM duckdb_tables() "
         "WHERE database_name = current_database() AND schema_name IN ('marts', 'ops') "
-        "UNION ALL SELECT schema_name || '.' || view_name, 'VIEW' FROM duckdb_views() "
+        "UNION ALL SELECT schema_name, view_name, 'VIEW', comment FROM duckdb_views() "
         "WHERE database_name = current_database() AND schema_name IN ('marts', 'ops') AND NOT internal"
-    ).fetchall())
-    for table, kind in relations.items():
-        text = table_comment(table)
-        if text:
-            schema, name = table.split(".")
+    ).fetchall()}
+    for (schema, name), (kind, stored) in relations.items():
+        text = table_comment(f"{schema}.{name}")
+        if text and text != stored:
             con.execute(f"COMMENT ON {kind} {_ident(schema)}.{_ident(name)} IS {_literal(text)}")
+    stored_columns = {(s, t, c): comment for s, t, c, comment in con.execute(
+        "SELECT schema_name, table_name, column_name, comment FROM duckdb_columns() "
+        "WHERE database_name = current_database() AND schema_name IN ('marts', 'ops')"
+    ).fetchall()}
     missing = []
     for schema, name, column in existing_columns(con):
         text = column_comment(f"{schema}.{name}", column)
         if text is None:
             missing.append(f"{schema}.{name}.{column}")
             continue
-        con.execute(f"COMMENT ON COLUMN {_ident(schema)}.{_ident(name)}.{_ident(column)} IS {_literal(text)}")
+        if text != stored_columns.get((schema, name, column)):
+            con.execute(f"COMMENT ON COLUMN {_ident(schema)}.{_ident(name)}.{_ident(column)} IS {_literal(text)}")
     return missing
 
 

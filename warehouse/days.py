@@ -13,17 +13,12 @@ import datetime as dt
 
 import duckdb
 
-# staging table -> (start column, end column or None). Tables not listed are not day-bound
-# (catalog, price sheets) and do not make an asset daily-partitioned.
-DAY_SOURCES: dict[str, tuple[str, str | None]] = {
-    "stg.requests": ("ts", None),
-    "stg.metric_samples": ("scrape_ts", None),
-    "stg.openai_usage": ("bucket_start", "bucket_end"),
-    "stg.openai_costs": ("bucket_start", "bucket_end"),
-    "stg.anthropic_usage": ("bucket_start", "bucket_end"),
-    "stg.anthropic_costs": ("bucket_start", "bucket_end"),
-    "stg.focus_costs": ("charge_period_start", "charge_period_end"),
-}
+from sources.contract import TABLES
+
+# staging table -> (start column, end column or None), from the declarations in sources/contract.py.
+# Tables without a day column are not day-bound (catalog, price sheets) and do not make an asset
+# daily-partitioned.
+DAY_SOURCES: dict[str, tuple[str, str | None]] = {name: t.day for name, t in TABLES.items() if t.day}
 
 _NEW_FILES = """
     SELECT file_id FROM ops.ingested_files

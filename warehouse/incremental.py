@@ -2,7 +2,7 @@
 
 A nightly run adds a day or two of telemetry to months of history. Rebuilding every per-call
 table from all of staging makes the night grow with history; instead the SQL models marked
-``-- incremental: day`` (or ``month``) replace only the rows of the days the run's new files
+``-- @kind: incremental_by_day`` (or ``_by_month``; warehouse/sqlmodel.py) replace only the rows of the days the run's new files
 touched, and every other model is small enough to rebuild whole.
 
 The plan (``plan``) is made once per build, after ingest, and stored in ``ops.build_scope`` so
@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from warehouse import sqlmodel
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 
 # price sheet staging table -> the model holding its price history (diffed to find what changed)
@@ -232,16 +233,18 @@ def downstream(models, tables: set[str]) -> set[str]:  # noqa: ANN001
     return out
 
 
-def _stale(con: duckdb.DuckDBPyConnection, models) -> tuple[set[str], str]:  # noqa: ANN001
+def _stale(con: duckdb.DuckDBPyConnection, models, present: set[str] | None = None) -> tuple[set[str], str]:  # noqa: ANN001
     """Models that must be rebuilt whole whatever the days (SQL changed, table missing), plus
-    everything downstream of them; and a reason when the whole build must be full."""
+    everything downstream of them; and a reason when the whole build must be full. ``present``:
+    the tables that exist where the models are built (default: this DuckDB file; the Spark
+    engine passes its catalog's)."""
     built = _built(con)
     if not built:
         return set(), "no earlier build of the SQL models"
     sha_now = settings_sha(con)
     if any(s != sha_now for _, s in built.values()):
         return set(), "settings (thinktax.toml) changed"
-    present = _existing_tables(con)
+    present = _existing_tables(con) if present is None else present
     stale: set[str] = set()
     for m in models:  # dependency order
         if m.table not in present or built.get(m.table, ("", ""))[0] != sql_sha(m.sql) or m.deps & stale:
@@ -327,17 +330,15 @@ def _halo(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: list[dt.date] | None = None,
-         full: bool = False) -> Scope:
+         full: bool = False, present: set[str] | None = None) -> Scope:
     """Decide this build's scope and store it in ops.build_scope (replacing an earlier plan).
 
     ``extra_days``: days explicitly asked for (rebuilt even without new rows); ``full``: rebuild
     every model whole. See the module's docstring for the rules."""
-    from warehouse.transform import load_models  # noqa: PLC0415 - transform imports this module (issue 16 breaks the circle)
-
-    models = load_models()
+    models = sqlmodel.load_models()
     by_table = {m.table: m for m in models}
     reason = "a full rebuild was asked for" if full else ""
-    stale, why = _stale(con, models)
+    stale, why = _stale(con, models, present)
     reason = reason or why
     days: set[dt.date] = set()
     tables: set[str] = set(stale)
@@ -367,7 +368,8 @@ def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: li
             tables |= downstream(models, set(DAY_SOURCES))
         if tables:
             days |= _gap_days(con)
-            days = _closed_days(con, days)
+            if any(m.closure == "task_id" for m in models):
+                days = _closed_days(con, days)
     scope = Scope(full=bool(reason), reason=reason or "incremental", days=tuple(sorted(days)),
                   halo_days=_halo(con) if not reason else 1, full_tables=frozenset(stale),
                   tables=None if reason else frozenset(tables), price_from=price_from)
@@ -380,6 +382,10 @@ def restamp(con: duckdb.DuckDBPyConnection, table: str, build_id: str | None) ->
     so that every mart of a snapshot still carries the same build id."""
     if build_id is None or "build_id" not in _columns(con, table):
         return
+    schema, name = table.split(".")
+    if con.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ? AND table_type = 'VIEW'",
+                   [schema, name]).fetchall():
+        return  # a view (marts.cost_per_task) shows its table's build ids
     con.execute(f"UPDATE {table} SET build_id = ? WHERE build_id IS DISTINCT FROM ?", [build_id, build_id])
 
 

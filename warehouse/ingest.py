@@ -28,7 +28,7 @@ import hashlib
 import logging
 import os
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +46,12 @@ _FILE_COLUMNS = (
     "file_id, file, sha256, folder, format, target_table, status, rows_in, rows_loaded, rows_duplicate, "
     "rows_quarantined, effective_from, bytes, ingested_at, file_mtime_ns"
 )
+
+# Parsing several small files of one format in one query (sources/requests_many.py): at most this
+# many files or bytes at once, looking at most this many queued files ahead.
+BATCH_FILES = 64
+BATCH_BYTES = 64 << 20
+BATCH_LOOKAHEAD = 1000
 
 REJECTS_SCHEMA = pa.schema(
     [("line", pa.int64()), ("field", pa.string()), ("reason", pa.string()), ("raw", pa.string())]
@@ -127,6 +133,29 @@ def _detect(specs: list[SourceSpec], data: bytes, rel: str) -> SourceSpec:
     raise SourceFormatError(f"unknown format (tried: {names})")
 
 
+class _Folders:
+    """The landing sub-folders the parsers read (a read-only set), worked out on first use: the
+    parsers are imported only when a new file is looked at."""
+
+    def __init__(self, ingestor: Ingestor):
+        self._ingestor = ingestor
+        self._set: frozenset[str] | None = None
+
+    def _get(self) -> frozenset[str]:
+        if self._set is None:
+            self._set = frozenset(s.folder for s in self._ingestor.specs)
+        return self._set
+
+    def __iter__(self):  # noqa: ANN204
+        return iter(self._get())
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._get()
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
 class Ingestor:
     """Ingests landing files into one (build) warehouse connection."""
 
@@ -135,11 +164,21 @@ class Ingestor:
         self.con = con
         self.landing = landing
         self.now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        self.specs = specs if specs is not None else all_specs()
+        self._specs = specs  # None: every parser, imported when the first new file needs one
         self.ctx = ParseContext(ingested_at=self.now, fx_usd_per_unit=self._fx_rates(),
                                 otel_team_attribute=self._setting("otel_team_attribute", "service.namespace"))
         self._columns: dict[str, list[tuple[str, bool]]] = {}
         self._seen: set[tuple[str, int, int]] | None = None  # (file, bytes, mtime_ns) ingested before
+        self._queue: list[Path] = []  # the files after the one being ingested (ingest())
+        # rel -> (sha256, context, parse result) of files parsed ahead with an earlier one (_parse)
+        self._ahead: dict[str, tuple[str, ParseContext, Parsed | Exception]] = {}
+
+    @property
+    def specs(self) -> list[SourceSpec]:
+        """The parsers. A run with no new file never imports them (polars, pandas, ...)."""
+        if self._specs is None:
+            self._specs = all_specs()
+        return self._specs
 
     def _fx_rates(self) -> dict[str, object]:
         """USD per unit of each currency: the newest rate in stg.fx_rates (fx/ files)."""
@@ -196,22 +235,24 @@ class Ingestor:
     # -- one file ----------------------------------------------------------------------------
     def ingest(self, paths: list[Path] | None = None, progress: Callable[[str], None] | None = None) -> IngestSummary:
         summary = IngestSummary()
-        folders = {s.folder for s in self.specs}
+        folders = _Folders(self)
         todo = paths if paths is not None else landing_files(self.landing)
         # currency rates first, so sheets and bills landed with their rate file can be converted
         todo = sorted(todo, key=lambda p: not p.relative_to(self.landing).as_posix().startswith("fx/"))
         self._seen = self._load_seen()
-        for path in todo:
+        self._ahead.clear()
+        for i, path in enumerate(todo):
             rel = path.relative_to(self.landing).as_posix()
             if progress:
                 progress(rel)
+            self._queue = todo[i + 1:]
             result = self.ingest_file(path, rel, folders)
             summary.files.append(result)
             if result.table == "stg.fx_rates":
                 self.ctx = dataclasses.replace(self.ctx, fx_usd_per_unit=self._fx_rates())
         return summary
 
-    def ingest_file(self, path: Path, rel: str, folders: set[str]) -> FileResult:
+    def ingest_file(self, path: Path, rel: str, folders: Collection[str]) -> FileResult:
         before = path.stat()
         if self._unchanged(rel, before):
             return FileResult(rel, "already_ingested")
@@ -238,11 +279,59 @@ class Ingestor:
                 )
             data = _decode(raw, rel)
             spec = _detect([s for s in self.specs if s.folder == folder], data, rel)
-            parsed = spec.parse(data, rel, self.ctx)
+            parsed = self._parse(spec, data, rel, sha, folders)
         except SourceFormatError as exc:
             log.warning("%s: %s", rel, exc)
             return self._record_unreadable(rel, sha, folder, len(raw), mtime_ns, exc)
         return self._load(rel, sha, folder, len(raw), mtime_ns, spec, parsed)
+
+    def _parse(self, spec: SourceSpec, data: bytes, rel: str, sha: str, folders: Collection[str]) -> Parsed:
+        """``spec.parse(data, rel, ctx)``. For a format with a batch parser (sources/requests_many.py),
+        this file and the next new files of the same format are parsed in one go; their results are
+        kept for when the loop reaches them, and used only if the file's bytes (sha256) and the
+        parse context are the same then."""
+        ahead = self._ahead.pop(rel, None)
+        if ahead is None or ahead[0] != sha or ahead[1] is not self.ctx:
+            from sources.requests_many import BATCH_PARSERS  # noqa: PLC0415 - with the parsers, when one is needed
+
+            batch = BATCH_PARSERS.get(spec.parse)
+            if batch is None:
+                return spec.parse(data, rel, self.ctx)
+            items = [(data, rel, sha), *self._next_of_format(spec, folders)]
+            results = batch([(d, r) for d, r, _ in items], self.ctx)
+            for (_d, r, h), result in zip(items, results, strict=True):
+                self._ahead[r] = (h, self.ctx, result)
+            ahead = self._ahead.pop(rel)
+        result = ahead[2]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _next_of_format(self, spec: SourceSpec, folders: Collection[str]) -> list[tuple[bytes, str, str]]:
+        """(data, rel, sha256) of the next new files in the queue that ``spec`` reads, up to
+        BATCH_FILES files / BATCH_BYTES bytes; files it cannot read are left for the loop."""
+        out: list[tuple[bytes, str, str]] = []
+        nbytes = 0
+        for path in self._queue[:BATCH_LOOKAHEAD]:
+            if len(out) + 1 >= BATCH_FILES or nbytes >= BATCH_BYTES:
+                break
+            rel = path.relative_to(self.landing).as_posix()
+            try:
+                st = path.stat()
+                if self._unchanged(rel, st) or folder_of(rel, folders) != spec.folder:
+                    continue
+                raw = path.read_bytes()
+                sha = hashlib.sha256(raw).hexdigest()
+                if self._known(sha):
+                    continue
+                data = _decode(raw, rel)
+                if _detect([s for s in self.specs if s.folder == spec.folder], data, rel) is not spec:
+                    continue
+            except (OSError, SourceFormatError):
+                continue
+            out.append((data, rel, sha))
+            nbytes += len(data)
+        return out
 
     def _record_unreadable(self, rel: str, sha: str, folder: str | None, nbytes: int, mtime_ns: int | None,
                            exc: SourceFormatError) -> FileResult:
@@ -267,6 +356,8 @@ class Ingestor:
     def _load(self, rel: str, sha: str, folder: str, nbytes: int, mtime_ns: int | None, spec: SourceSpec,
               parsed: Parsed) -> FileResult:
         table = parsed.table
+        if table != spec.table:  # the key the rows are de-duplicated on is the spec table's
+            raise RuntimeError(f"parser {spec.format} produced rows for {table}, its spec names {spec.table}")
         cols = self._table_columns(table)
         col_names = [c for c, _ in cols if c != "file_id"]
         incoming = parsed.rows

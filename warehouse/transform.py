@@ -1,10 +1,9 @@
-"""SQL models: one SELECT per file under sql/<schema>/, materialised as table <schema>.<file name>.
+"""SQL models on DuckDB: one SELECT per file under sql/<schema>/, materialised as table
+<schema>.<file name>. The models, their headers and dependencies are loaded by warehouse/sqlmodel.py
+(re-exported here). Used by the Dagster asset factory and directly by tests and the benchmark.
 
-Dependencies are read from the SQL itself (every ``schema.table`` it names), so they are written
-once. Used by the Dagster asset factory and directly by tests and the benchmark.
-
-A model whose header has ``-- incremental: day`` (or ``month``; ``day, halo`` for rows that
-depend on neighbouring days) is rebuilt in place when the build's plan (warehouse/incremental.py)
+A model whose header says ``-- @kind: incremental_by_day`` (or ``_by_month``; ``-- @halo: true``
+for rows that depend on neighbouring days) is rebuilt in place when the build's plan (warehouse/incremental.py)
 is incremental: its rows of the planned days (months) are deleted and re-selected, with
 ``core.in_build_days(...)`` etc. in its SQL narrowing what it reads. Other models are recreated
 whole. Either way ``ops.model_builds`` records what the table was built from.
@@ -14,76 +13,16 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-from dataclasses import dataclass
-from functools import cache
-from graphlib import TopologicalSorter
-from importlib import resources
 
 import duckdb
 
 from warehouse import incremental
 from warehouse.incremental import Scope
+from warehouse.sqlmodel import SCHEMAS, SqlModel, load_models
+
+__all__ = ["SCHEMAS", "SqlModel", "build", "build_all", "load_models"]
 
 log = logging.getLogger("thinktax.transform")
-
-SCHEMAS = ("core", "marts")
-_INCREMENTAL = re.compile(r"^--\s*incremental:\s*(day|month)\b(\s*,\s*halo\b)?", re.IGNORECASE | re.MULTILINE)
-_VIEW = re.compile(r"^--\s*materialized:\s*view\b", re.IGNORECASE | re.MULTILINE)
-_REF = re.compile(r"\b(stg|core|marts|ops)\.([a-z_][a-z0-9_]*)\b(?!\s*\()", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class SqlModel:
-    schema: str
-    name: str
-    sql: str
-    deps: frozenset[str]  # 'schema.table' names this model reads
-    incremental: str | None = None  # 'day' / 'month': the key column of an in-place rebuild
-    halo: bool = False  # rows depend on neighbouring days: rewrite the planned days +- halo
-    view: bool = False  # '-- materialized: view': a view, nothing stored
-
-    @property
-    def table(self) -> str:
-        return f"{self.schema}.{self.name}"
-
-    @property
-    def description(self) -> str:
-        """The header comment, without the comment markers."""
-        lines = []
-        for line in self.sql.splitlines():
-            if not line.startswith("--"):
-                break
-            lines.append(line[2:].strip())
-        return "\n".join(lines)
-
-
-def _strip_comments(sql: str) -> str:
-    return re.sub(r"--[^\n]*", "", sql)
-
-
-@cache
-def load_models() -> tuple[SqlModel, ...]:
-    """All SQL models, in dependency order."""
-    found: dict[str, SqlModel] = {}
-    for schema in SCHEMAS:
-        folder = resources.files("sql").joinpath(schema)
-        for f in sorted(folder.iterdir(), key=lambda p: p.name):
-            if not f.name.endswith(".sql"):
-                continue
-            sql = f.read_text(encoding="utf-8")
-            name = f.name[:-4]
-            refs = {f"{m[1].lower()}.{m[2].lower()}" for m in _REF.finditer(_strip_comments(sql))}
-            refs.discard(f"{schema}.{name}")
-            inc = _INCREMENTAL.search(sql)
-            found[f"{schema}.{name}"] = SqlModel(
-                schema, name, sql, frozenset(refs),
-                incremental=inc.group(1).lower() if inc else None, halo=bool(inc and inc.group(2)),
-                view=bool(_VIEW.search(sql)),
-            )
-    graph = {t: {d for d in m.deps if d in found} for t, m in found.items()}
-    order = TopologicalSorter(graph).static_order()
-    return tuple(found[t] for t in order)
 
 
 def _build_id(con: duckdb.DuckDBPyConnection) -> str | None:
@@ -152,11 +91,15 @@ def _build(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope | None)
         con.execute(f"CREATE OR REPLACE VIEW {model.table} AS {incremental.render(model.sql, scope, full=True)}")
         incremental.record(con, model.table, model.sql, "view", 0, build_id)
     elif scope is None or scope.is_full(model.table) or model.incremental is None:
+        schema, name = model.table.split(".")
+        if con.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ? "
+                       "AND table_type = 'VIEW'", [schema, name]).fetchall():
+            con.execute(f"DROP VIEW {model.table}")  # it was a view in an older warehouse (core.calls until issue 17)
         con.execute(f"CREATE OR REPLACE TABLE {model.table} AS {incremental.render(model.sql, scope, full=True)}")
         incremental.record(con, model.table, model.sql, "full", 0, build_id)
     else:
         days = scope.model_days(model.halo)
-        key = incremental.render(f"core.in_build_{model.incremental}s({model.incremental})", scope, full=False, halo=model.halo)
+        key = incremental.render(f"core.in_build_{model.incremental}s({model.key_column})", scope, full=False, halo=model.halo)
         sql = incremental.render(model.sql, scope, full=False, halo=model.halo)
         con.execute("BEGIN")
         try:

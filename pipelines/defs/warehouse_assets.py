@@ -283,15 +283,16 @@ with warnings.catch_warnings():
                             failed.add(m.table)
                         yield res
             # an economics mart is rebuilt when a model it reads was, a staging table it reads got
-            # rows in this run (catalog files such as substitutions.csv), or an economics mart it reads was;
-            # and always when the table does not exist yet (a mart added since the published build)
+            # rows in this run (catalog files such as substitutions.csv), or an economics mart it reads was
             changed = set(scope.tables or ()) | incremental.tables_with_new_rows(con, build_.build_id)
             for e in ECONOMICS:
                 if e.key not in selected:
                     continue
                 if e.deps & failed:
                     continue
-                if scope.full or scope.tables is None or e.deps & changed or not incremental.has_table(con, e.table):
+                # a mart the published warehouse lacks (built before it existed, or by a direct
+                # build of the SQL models only) is built, never "kept"
+                if scope.full or scope.tables is None or e.deps & changed or not _table_exists(con, e.table):
                     changed.add(e.table)
                     progress.report("build", e.table)
                     yield dg.MaterializeResult(asset_key=e.key, metadata=result_metadata(context, e.builder(con)))
@@ -308,6 +309,12 @@ with warnings.catch_warnings():
             yield dg.MaterializeResult(asset_key=ALERTS, metadata=breakeven_alert(context, config, thinktax).metadata)
         if PUBLISHED in selected:
             yield dg.MaterializeResult(asset_key=PUBLISHED, metadata=_publish(build_, thinktax))
+
+
+def _table_exists(con, table: str) -> bool:  # noqa: ANN001
+    schema, name = table.split(".")
+    return con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                       "AND schema_name = ? AND table_name = ?", [schema, name]).fetchall()[0][0] > 0
 
 
 def _publish(build_, thinktax: ThinktaxResource) -> dict:  # noqa: ANN001

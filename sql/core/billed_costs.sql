@@ -1,6 +1,4 @@
 -- What providers billed, per UTC day, provider, model and the staging table it was read from.
--- grain: one row per day x provider x model x source_table (model NULL: billed lines that name no
--- model, e.g. web search, code execution, cloud services)
 --
 -- Where the figures come from (line by line in core.billed_lines):
 -- * stg.openai_costs (OpenAI Costs API): day = the bucket's UTC date; provider 'openai';
@@ -21,7 +19,9 @@
 -- is_counted: false for FOCUS lines of a (day, provider) that the provider's own cost API also
 -- bills (the same charges twice); marts.daily_spend and marts.bill_reconciliation add up counted
 -- rows only. effective_usd and list_usd are FOCUS's EffectiveCost / ListCost (NULL for API lines).
--- reads: core.billed_lines
+-- @kind: full
+-- @grain: one row per day x provider x model x source_table (model NULL: billed lines that name no
+--   model, e.g. web search, code execution, cloud services)
 WITH lines AS (
     SELECT * FROM core.billed_lines
 ),

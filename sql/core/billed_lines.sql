@@ -1,7 +1,6 @@
 -- Every billed line thinktax has read (OpenAI Costs API, Anthropic cost_report, FOCUS exports),
 -- normalised to one shape: the UTC day it bills, provider and model keys, the amount in USD, and
 -- the FOCUS attributes it carries. core.billed_costs sums these lines; marts.focus_costs lists them.
--- grain: one row per billed line (source_table x file_id x line)
 --
 -- Mappings (the same as in the header of sql/core/billed_costs.sql):
 -- * stg.openai_costs: day = bucket_start's date (the Costs API buckets are UTC days);
@@ -26,7 +25,8 @@
 -- counted only when no stg.openai_costs (for 'openai') or stg.anthropic_costs (for 'anthropic')
 -- line bills the same provider on the same day; API lines are always counted. Sums of spend
 -- (marts.daily_spend 'api_bill', marts.bill_reconciliation, marts.focus_costs) use counted lines.
--- reads: stg.openai_costs, stg.anthropic_costs, stg.focus_costs
+-- @kind: full
+-- @grain: one row per billed line (source_table x file_id x line)
 WITH openai AS (
     SELECT 'stg.openai_costs' AS source_table, file_id, line,
            CAST(bucket_start AS DATE) AS day, bucket_start AS charge_period_start, bucket_end AS charge_period_end,

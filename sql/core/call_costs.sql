@@ -1,26 +1,25 @@
--- Every model call, split into non-overlapping token buckets, tiered, and costed in USD: API calls
--- at the price version in force at the call's time, self-hosted calls at their share of the node's
--- paid GPU-hours (core.self_hosted_allocation). thinking_cost_usd is the part due to thinking
--- tokens (API: at the reasoning price; self-hosted: the call's cost x thinking share of its
--- tokens). cost_usd is NULL where no price is known (see marts.unpriced_usage), never 0.
+-- Every model call of core.calls priced in USD (pricing only: which call, task, team, tier and
+-- buckets is decided in core.calls): API calls at the price version in force at the call's time,
+-- self-hosted calls at their share of the node's paid GPU-hours (core.self_hosted_allocation).
+-- thinking_cost_usd is the part due to thinking tokens (API: at the reasoning price; self-hosted:
+-- the call's cost x thinking share of its tokens). cost_usd is NULL where no price is known (see
+-- marts.unpriced_usage), never 0.
 -- API calls are priced on the basis the provider reports (docs/economics.md "Exact API cost"):
 -- service tier (flex / priority / batch, else standard), long context (a prompt over a sheet's
 -- above_<N>k_tokens threshold prices the whole call at that kind), 1-hour cache writes, regional
 -- uplift, and per-query web-search fees (request_fees_usd, part of cost_usd). price_basis names
 -- the basis, the rate_* columns the rates used (after uplift), cost_at_standard_usd the same call
 -- at standard rates. A call with no modifier costs exactly what it cost before.
--- grain: one row per call (request_id)
--- reads: stg.requests, stg.llm_prices, core.model_map, core.llm_price_versions, core.dim_nodes, core.self_hosted_allocation, ops.settings
--- Speed: the one per-call table (core.calls is a view of it). What depends only on (provider,
--- model, node, UTC day) -- the model key, the node, the price version in force (versions start
--- and end at dates) -- is looked up once per distinct key and joined back to the calls by
--- equality; no per-call window, range join or regex.
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- provider: the node's provider for a self-hosted call, else the reported one, else the provider
+-- of the price sheet the call is priced from.
+-- Speed: what depends only on (provider, model, node, UTC day) -- the sheet model, the node's
+-- provider, the price version in force (versions start and end at dates) -- is looked up once per
+-- distinct key and joined back to the calls by equality; no per-call window, range join or regex.
+-- @kind: incremental_by_day
+-- @grain: one row per call (request_id)
+-- @closure: task_id
 WITH requests AS (
-    SELECT * FROM stg.requests WHERE core.in_build_days(CAST(ts AS DATE))
-),
-settings AS (
-    SELECT * FROM ops.settings
+    SELECT * FROM core.calls WHERE core.in_build_days(day)
 ),
 nodes AS (
     SELECT node_id, provider AS node_provider FROM core.dim_nodes
@@ -28,18 +27,8 @@ nodes AS (
 prices AS (
     SELECT * FROM core.llm_price_versions WHERE price_kind = 'standard'
 ),
-task_defaults AS (
-    -- a call without team / task_type inherits its task's (first call that has one), else 'unknown';
-    -- only tasks with such a call are looked at
-    SELECT task_id,
-           arg_min(team, ts) FILTER (WHERE team IS NOT NULL) AS task_team,
-           arg_min(task_type, ts) FILTER (WHERE task_type IS NOT NULL) AS task_task_type
-    FROM requests
-    WHERE task_id IN (SELECT task_id FROM requests WHERE team IS NULL OR task_type IS NULL)
-    GROUP BY task_id
-),
 usage_keys AS (
-    SELECT DISTINCT provider AS reported_provider, model AS reported_model, node_id, CAST(ts AS DATE) AS day
+    SELECT DISTINCT reported_provider, reported_model, node_id, day
     FROM requests
 ),
 candidates AS (
@@ -58,8 +47,7 @@ candidates AS (
           AND k.day >= p.effective_from AND (p.effective_to IS NULL OR k.day < p.effective_to)
 ),
 key_facts AS (
-    SELECT c.* EXCLUDE (pick), core.model_key(c.reported_model) AS model,
-           n.node_provider, n.node_id IS NOT NULL AS node_known
+    SELECT c.* EXCLUDE (pick), n.node_provider
     FROM candidates c
     LEFT JOIN nodes n ON n.node_id = c.node_id
     WHERE c.pick = 1
@@ -215,41 +203,23 @@ rate_table AS (
                    AND s.tier = 'standard' AND s.lc IS NULL
 ),
 calls AS (
-    SELECT r.request_id, r.ts, CAST(r.ts AS DATE) AS day, date_trunc('hour', r.ts) AS hour,
-           r.task_id,
-           coalesce(r.team, t.task_team, 'unknown') AS team,
-           coalesce(r.task_type, t.task_task_type, 'unknown') AS task_type,
-           r.model AS reported_model, f.model,
-           CASE WHEN r.node_id IS NULL THEN 'api' ELSE 'self_hosted' END AS serving,
-           r.node_id, r.usage_shape, r.latency_ms, r.ttft_ms,
-           -- as reported; an API call that reports none is on the standard tier
-           CASE WHEN r.node_id IS NULL THEN coalesce(r.service_tier, 'standard') ELSE r.service_tier END AS service_tier,
-           coalesce(r.is_batch, false) AS is_batch, coalesce(r.cache_write_1h_tokens, 0) AS cache_write_1h_tokens,
-           r.processing_region, coalesce(r.web_search_requests, 0) AS web_search_requests, r.web_search_context_size,
+    -- the call as core.calls has it, then its sheet model, price version and provider
+    SELECT r.*,
            CASE WHEN coalesce(r.is_batch, false) OR r.service_tier = 'batch' THEN 'batch'
                 ELSE coalesce(r.service_tier, 'standard') END AS requested_tier,
            -- the largest long-context threshold the prompt exceeds (xAI bills from the threshold on)
            CASE WHEN klc.thresholds IS NOT NULL
-                THEN list_filter(klc.thresholds, lambda x: r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens > x.n
-                       OR (f.price_provider = 'xai' AND r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens = x.n))[1].kind
+                THEN list_filter(klc.thresholds, lambda x: r.prompt_tokens > x.n
+                       OR (f.price_provider = 'xai' AND r.prompt_tokens = x.n))[1].kind
            END AS lc,
-           r.uncached_input_tokens, r.cached_input_tokens, r.cache_write_tokens, r.thinking_tokens, r.output_tokens,
-           r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens AS prompt_tokens,
-           r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens
-               + r.thinking_tokens + r.output_tokens AS total_tokens,
-           core.tier_of(r.thinking_tokens, s.medium_min_thinking_tokens, s.full_min_thinking_tokens) AS tier,
-           f.node_known,
-           r.provider AS reported_provider, r.file_id AS source_file_id,
            f.price_provider, f.price_model, f.price_version_id,
-           coalesce(CASE WHEN r.node_id IS NULL THEN r.provider ELSE f.node_provider END, f.price_provider) AS provider,
+           coalesce(CASE WHEN r.node_id IS NULL THEN r.reported_provider ELSE f.node_provider END, f.price_provider) AS provider,
            f.input_usd_per_mtok, f.cached_input_usd_per_mtok, f.cache_write_usd_per_mtok,
            f.output_usd_per_mtok, f.reasoning_usd_per_mtok
     FROM requests r
-    CROSS JOIN settings s
     JOIN key_facts f
-      ON f.reported_provider IS NOT DISTINCT FROM r.provider AND f.reported_model = r.model
-     AND f.node_id IS NOT DISTINCT FROM r.node_id AND f.day = CAST(r.ts AS DATE)
-    LEFT JOIN task_defaults t ON t.task_id = r.task_id
+      ON f.reported_provider IS NOT DISTINCT FROM r.reported_provider AND f.reported_model = r.reported_model
+     AND f.node_id IS NOT DISTINCT FROM r.node_id AND f.day = r.day
     LEFT JOIN key_lcs klc ON klc.price_provider = f.price_provider AND klc.price_model = f.price_model AND klc.day = f.day
 ),
 priced AS (

@@ -31,9 +31,9 @@
 -- total 262,144 x 30 x 2,500 = 1.966e10 B.s; thinking holds 8/15 = 53% of it with 50% of the tokens.
 -- A call without latency_ms has NULL byte-seconds (its peak KV is still given). Time to first token
 -- is not used: the prefill is taken as instant, which slightly overstates what the prompt holds.
--- grain: one row per call (request_id, API or self-hosted) whose model has a known KV size per token
--- reads: core.call_costs, core.dim_models
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: one row per call (request_id, API or self-hosted) whose model has a known KV size per
+--   token
 WITH models AS (
     SELECT model_key, kv_bytes_per_token_bf16 AS listed_bytes,
            CASE WHEN json_extract(config_text, '$.num_hidden_layers') IS NULL
@@ -79,7 +79,7 @@ calls AS (
     SELECT request_id, ts, day, hour, model, serving, node_id, team, task_id, latency_ms,
            prompt_tokens, thinking_tokens, output_tokens,
            thinking_tokens + output_tokens AS generated_tokens
-    FROM core.call_costs
+    FROM core.calls
     WHERE core.in_build_days(day)
 ),
 joined AS (

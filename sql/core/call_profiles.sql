@@ -4,13 +4,12 @@
 -- (nearest rank, as quantile_disc: always a value some call had), so the p95 row is a conservative
 -- envelope: p95 prompt + p95 thinking + p95 output. prompt_tokens = uncached + cached + cache write.
 -- Sizing (marts.gpu_sizing) and break-even (marts.self_host_breakeven) read these rows.
--- grain: one row per model x month x profile ('p50', 'p95')
--- reads: core.call_costs
--- incremental: month (a nightly run recomputes the months of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_month
+-- @grain: one row per model x month x profile ('p50', 'p95')
 WITH calls AS (
     SELECT model, CAST(date_trunc('month', day) AS DATE) AS month, serving,
            prompt_tokens, thinking_tokens, output_tokens
-    FROM core.call_costs
+    FROM core.calls
     WHERE core.in_build_months(CAST(date_trunc('month', day) AS DATE))
 ),
 counts AS (

@@ -1,11 +1,58 @@
--- Every model call with its token buckets, tier, model and price version: core.call_costs under
--- its earlier name (a view, so that queries written against core.calls keep working; one per-call
--- table is written, not two). api_cost_usd / api_thinking_cost_usd: the API list-price cost (NULL
--- for self-hosted calls and unpriced API calls).
--- grain: one row per call (request_id)
--- reads: core.call_costs
--- materialized: view
-SELECT * EXCLUDE (cost_usd, thinking_cost_usd, allocated_micro_usd, unpriced),
-       CASE WHEN serving = 'api' THEN cost_usd END AS api_cost_usd,
-       CASE WHEN serving = 'api' THEN thinking_cost_usd END AS api_thinking_cost_usd
-FROM core.call_costs
+-- Every model call, before any money: its token buckets, its task, team, task type and tier, the
+-- model key it is priced and sized under, its node and the pricing modifiers it reports. The
+-- first table of the per-call chain core.calls -> core.tasks -> core.self_hosted_allocation ->
+-- core.call_costs (pricing only) -> marts: nothing here depends on a price sheet, so a new price
+-- sheet does not rebuild it. A call without team / task_type inherits its task's (the first call
+-- of the task that has one), else 'unknown'; tier is the call's own (fast / medium / full by its
+-- thinking tokens, ops.settings); the task's own day, team and tier are in core.tasks.
+-- service_tier: as reported; an API call that reports none is on the standard tier.
+-- Until issue 17 core.calls was a view of core.call_costs with the API money columns; they are
+-- in core.call_costs (api_cost_usd = cost_usd of an API call; see CHANGELOG.md).
+-- @kind: incremental_by_day
+-- @grain: one row per call (request_id)
+-- @closure: task_id
+WITH requests AS (
+    SELECT * FROM stg.requests WHERE core.in_build_days(CAST(ts AS DATE))
+),
+settings AS (
+    SELECT * FROM ops.settings
+),
+task_defaults AS (
+    -- only tasks with a call that lacks team or task_type are looked at
+    SELECT task_id,
+           arg_min(team, ts) FILTER (WHERE team IS NOT NULL) AS task_team,
+           arg_min(task_type, ts) FILTER (WHERE task_type IS NOT NULL) AS task_task_type
+    FROM requests
+    WHERE task_id IN (SELECT task_id FROM requests WHERE team IS NULL OR task_type IS NULL)
+    GROUP BY task_id
+),
+model_keys AS (
+    -- the model key is looked up once per reported model, not once per call
+    SELECT reported_model, core.model_key(reported_model) AS model
+    FROM (SELECT DISTINCT model AS reported_model FROM requests)
+),
+nodes AS (
+    SELECT node_id FROM core.dim_nodes
+)
+SELECT r.request_id, r.ts, CAST(r.ts AS DATE) AS day, date_trunc('hour', r.ts) AS hour,
+       r.task_id,
+       coalesce(r.team, t.task_team, 'unknown') AS team,
+       coalesce(r.task_type, t.task_task_type, 'unknown') AS task_type,
+       r.model AS reported_model, k.model,
+       CASE WHEN r.node_id IS NULL THEN 'api' ELSE 'self_hosted' END AS serving,
+       r.node_id, r.usage_shape, r.latency_ms, r.ttft_ms,
+       r.uncached_input_tokens, r.cached_input_tokens, r.cache_write_tokens, r.thinking_tokens, r.output_tokens,
+       r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens AS prompt_tokens,
+       r.uncached_input_tokens + r.cached_input_tokens + r.cache_write_tokens
+           + r.thinking_tokens + r.output_tokens AS total_tokens,
+       core.tier_of(r.thinking_tokens, s.medium_min_thinking_tokens, s.full_min_thinking_tokens) AS tier,
+       r.node_id IS NOT NULL AND n.node_id IS NOT NULL AS node_known,
+       r.provider AS reported_provider, r.file_id AS source_file_id,
+       CASE WHEN r.node_id IS NULL THEN coalesce(r.service_tier, 'standard') ELSE r.service_tier END AS service_tier,
+       coalesce(r.is_batch, false) AS is_batch, coalesce(r.cache_write_1h_tokens, 0) AS cache_write_1h_tokens,
+       r.processing_region, coalesce(r.web_search_requests, 0) AS web_search_requests, r.web_search_context_size
+FROM requests r
+CROSS JOIN settings s
+JOIN model_keys k ON k.reported_model = r.model
+LEFT JOIN task_defaults t ON t.task_id = r.task_id
+LEFT JOIN nodes n ON n.node_id = r.node_id

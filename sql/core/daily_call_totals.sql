@@ -8,9 +8,8 @@
 -- cache writes are split into 5-minute (cache_write_tokens - cache_write_1h_tokens) and 1-hour;
 -- request_fees_usd = per-query fees. For a priced API call the bucket costs plus its fees are its
 -- cost_usd (tests/test_focus_validator.py checks it on every call of the demo).
--- grain: day x team x tier x serving x provider x model x price_version_id x price_basis x priced
--- reads: core.call_costs
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: day x team x tier x serving x provider x model x price_version_id x price_basis x priced
 WITH calls AS (
     SELECT day, team, tier, serving, provider, model, price_version_id, price_basis,
            cost_usd IS NOT NULL AS priced, total_tokens, cost_usd,

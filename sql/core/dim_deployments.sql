@@ -1,6 +1,6 @@
 -- Candidate self-host set-ups in force: rows of the newest deployments.csv.
--- grain: one row per deployment
--- reads: stg.deployments
+-- @kind: full
+-- @grain: one row per deployment
 WITH latest_file AS (
     SELECT max(file_id) AS file_id FROM stg.deployments
 ),

@@ -1,6 +1,6 @@
 -- The model catalog in force: rows of the newest models.csv, with the config.json it names.
--- grain: one row per model
--- reads: stg.models, stg.model_configs
+-- @kind: full
+-- @grain: one row per model
 WITH latest_file AS (
     SELECT max(file_id) AS file_id FROM stg.models
 ),

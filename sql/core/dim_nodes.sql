@@ -1,6 +1,6 @@
 -- Self-hosted nodes in force: rows of the newest nodes.csv.
--- grain: one row per node_id
--- reads: stg.nodes
+-- @kind: full
+-- @grain: one row per node_id
 WITH latest_file AS (
     SELECT max(file_id) AS file_id FROM stg.nodes
 ),

@@ -1,7 +1,7 @@
 -- GPU rental prices as history: a new version only where the price changes.
--- grain: one row per (provider, gpu_type, gpus_per_node, pricing, region, instance_type, version);
 -- effective_to exclusive, NULL = still in force.
--- reads: stg.gpu_prices
+-- @kind: full
+-- @grain: one row per (provider, gpu_type, gpus_per_node, pricing, region, instance_type, version);
 WITH sheets AS (
     SELECT *
     FROM stg.gpu_prices

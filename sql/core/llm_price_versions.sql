@@ -1,8 +1,9 @@
 -- LLM token prices as history: a new version only where a price changes.
--- grain: one row per (provider, model, price_kind, version); effective_to is exclusive, NULL = still in force.
 -- Defaults of the contract applied: cached and cache-write default to the input price,
 -- reasoning to the output price. Sheets with the same effective date: the last ingested wins.
--- reads: stg.llm_prices
+-- @kind: full
+-- @grain: one row per (provider, model, price_kind, version); effective_to is exclusive, NULL =
+--   still in force.
 WITH sheets AS (
     SELECT *
     FROM stg.llm_prices

@@ -13,8 +13,8 @@
 --     between the scrapes of that node and engine (the scrape cadence). The delta still holds
 --     every increase over the gap, but when to place it inside the gap is unknown, and increases
 --     made before a restart inside a gap are lost.
--- grain: one row per node_id x metric (counter) x series x scrape_ts
--- reads: stg.metric_samples
+-- @kind: full
+-- @grain: one row per node_id x metric (counter) x series x scrape_ts
 WITH counters AS (
     SELECT node_id, engine, metric, series, scrape_ts,
            max(value) AS value,               -- same-key duplicates have equal values (ingest checks it)

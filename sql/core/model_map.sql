@@ -1,11 +1,11 @@
 -- Which price-sheet models each reported API model may be costed at, best first.
--- grain: one row per distinct (provider, model) reported by API calls x candidate sheet model
--- (one row with NULL price_model where nothing matches).
 -- Rule (deterministic): same model_key (lower case, no provider/ prefix, no date suffix) and the
 -- call's provider (or the prefix of its model name) when it has one; candidates are ranked: the
 -- exact name, then a sheet name without prefix, then the undated name, then the shortest. A call
 -- takes the best-ranked candidate that has a price in force at its time (core.calls).
--- reads: stg.requests, core.llm_price_versions
+-- @kind: full
+-- @grain: one row per distinct (provider, model) reported by API calls x candidate sheet model (one
+--   row with NULL price_model where nothing matches).
 WITH reported AS (
     SELECT DISTINCT provider, model
     FROM stg.requests

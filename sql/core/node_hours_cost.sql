@@ -3,8 +3,8 @@
 -- price in force for its provider and GPU type in the GPU price sheets (any region).
 -- Cost is integer micro-USD, rounded half up per node-hour; the node's cost is the sum of these.
 -- An empty active_to means: until the end of the latest day with call data.
--- grain: one row per node x UTC hour in which it was active
--- reads: core.dim_nodes, core.gpu_price_versions, stg.requests
+-- @kind: full
+-- @grain: one row per node x UTC hour in which it was active
 WITH data_end AS (
     SELECT CAST(CAST(max(ts) AS DATE) + 1 AS TIMESTAMP) AS end_ts FROM stg.requests
 ),

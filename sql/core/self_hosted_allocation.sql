@@ -5,15 +5,13 @@
 -- Shares are integer micro-USD by largest remainder, so per node the allocated micro-dollars add
 -- up exactly to the node's cost (core.node_hours_cost). Hours without a known price are left out
 -- (they show in marts.unpriced_usage).
--- grain: one row per (self-hosted call, pool) plus one row per idle node-day
--- reads: stg.requests, core.node_hours_cost
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: one row per (self-hosted call, pool) plus one row per idle node-day
 WITH calls AS (
-    -- the self-hosted calls (a node_id), straight from staging: core.call_costs is built after this
-    SELECT request_id, node_id, date_trunc('hour', ts) AS hour, CAST(ts AS DATE) AS day,
-           uncached_input_tokens + cached_input_tokens + cache_write_tokens + thinking_tokens + output_tokens AS total_tokens
-    FROM stg.requests
-    WHERE node_id IS NOT NULL AND core.in_build_days(CAST(ts AS DATE))
+    -- the self-hosted calls (a node_id) of core.calls; core.call_costs prices them from this table
+    SELECT request_id, node_id, hour, day, total_tokens
+    FROM core.calls
+    WHERE node_id IS NOT NULL AND core.in_build_days(day)
 ),
 node_hours AS (
     SELECT node_id, hour, day, cost_micro_usd FROM core.node_hours_cost WHERE cost_micro_usd IS NOT NULL AND core.in_build_days(day)

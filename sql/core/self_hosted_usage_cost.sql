@@ -17,11 +17,13 @@
 --   3,000 (both inside the hour) -> a 0.45, b 1.35.
 -- Nothing is lost: per node, sum(usage_micro_usd) + sum(idle_micro_usd) = sum(core.node_hours_cost
 -- .cost_micro_usd) over its priced hours. Hours without a known price are left out.
--- grain: one row per self-hosted call (kind 'call', request_id; hour = the call's hour) plus one row
--- per priced node-hour (kind 'idle', request_id NULL) carrying that hour's busy and idle figures
--- reads: core.call_costs, core.node_hours_cost
--- incremental: day, halo (a call's interval can reach into the day before: the days touched +- the
--- halo are replaced, reading one halo more around them; warehouse/incremental.py)
+-- Halo: a call's interval can reach into the day before, so its rows depend on neighbouring days:
+-- the days touched +- the halo are replaced, reading one halo more around them.
+-- @kind: incremental_by_day
+-- @grain: one row per self-hosted call (kind 'call', request_id; hour = the call's hour) plus one
+--   row per priced node-hour (kind 'idle', request_id NULL) carrying that hour's busy and idle
+--   figures
+-- @halo: true
 WITH calls AS (
     SELECT request_id, node_id, ts, hour, day, total_tokens, thinking_tokens, allocated_micro_usd,
            epoch_us(ts) AS end_us,

@@ -1,5 +1,4 @@
 -- What providers billed against what thinktax computes from usage x the price in force.
--- grain: one row per day x provider x model (UTC day; model = core.model_key on both sides).
 -- billed_usd: counted billed amounts (core.billed_costs; a FOCUS line that repeats a provider's
 -- own cost API is not counted twice), NULL when nothing was billed for the day/provider/model.
 -- computed_usd: the sum of core.call_costs.cost_usd of API calls (serving = 'api'), NULL when there
@@ -9,8 +8,8 @@
 -- difference_usd = billed_usd - computed_usd (a missing side counts as 0), on the rounded figures;
 -- difference_pct = 100 x difference_usd / billed_usd (percent, DOUBLE), NULL when billed is 0 or NULL.
 -- Providers are matched in lower case.
--- reads: core.billed_costs, core.call_costs, ops.settings
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: one row per day x provider x model (UTC day; model = core.model_key on both sides).
 WITH billed AS (
     SELECT day, lower(provider) AS provider, core.model_key(model) AS model, sum(billed_usd) AS billed_usd
     FROM core.billed_costs

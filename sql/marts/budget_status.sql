@@ -18,8 +18,8 @@
 -- status: 'hard' (spent >= budget), 'soft' (spent >= soft_pct % of it), else 'ok'; budget_soft and
 -- budget_hard alerts (thinktax/alert.py) fire once per team, month and crossing.
 -- Money is DECIMAL(18,6); the interval is computed in DOUBLE and cast.
--- grain: one row per budgeted team x month with data
--- reads: stg.budgets, marts.daily_spend, core.call_costs
+-- @kind: full
+-- @grain: one row per budgeted team x month with data
 WITH budgets AS (
     SELECT team, monthly_usd, soft_pct
     FROM stg.budgets

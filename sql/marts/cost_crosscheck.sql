@@ -2,12 +2,12 @@
 -- The reported cost is LiteLLM's own `spend` per call (stg.reported_costs, from the proxy's
 -- LiteLLM_SpendLogs); thinktax's is core.call_costs.cost_usd (the list price in force for the
 -- call's token buckets). Only calls that have a reported cost are here.
--- grain: day (UTC, of the call) x reporter x provider x model (thinktax's model key)
 -- differing_calls: calls whose two costs differ by more than 1% of thinktax's cost (any
 -- difference when thinktax's cost is 0); unpriced_calls: calls thinktax could not price
 -- (cost NULL, see marts.unpriced_usage): their reported cost is in reported_cost_usd but not in
 -- the difference. Money DECIMAL USD rounded to the micro-dollar per row.
--- reads: stg.reported_costs, core.call_costs, ops.settings
+-- @kind: full
+-- @grain: day (UTC, of the call) x reporter x provider x model (thinktax's model key)
 WITH calls AS (
     SELECT c.day, r.reporter, c.provider, c.model, c.cost_usd, r.reported_cost_usd
     FROM stg.reported_costs r

@@ -1,53 +1,10 @@
 -- Cost per task, by day, team, task type, model, serving and tier.
--- grain: day x team x task_type x model x serving ('api' / 'self_hosted') x tier.
--- day, team, task_type and tier are the task's (marts.task_costs), so a task's calls stay together;
--- a task that used two models counts once in each model's row. Self-hosted node-days without any
--- call appear as team 'idle', task_type 'idle', tier 'idle' (tasks 0) so the costs add up to spend.
--- input_tokens are uncached prompt tokens; cached_input_tokens, cache_write_tokens, thinking_tokens
--- and output_tokens (visible) are the other, non-overlapping buckets.
--- reads: core.call_costs, marts.task_costs, core.self_hosted_allocation, core.dim_nodes, ops.settings
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
-WITH calls AS (
-    SELECT c.*, t.day AS task_day, t.team AS task_team, t.task_type AS task_task_type, t.tier AS task_tier
-    FROM core.call_costs c JOIN marts.task_costs t USING (task_id)
-    WHERE core.in_build_days(c.day) AND core.in_build_days(t.day)
-),
-busy AS (
-    SELECT task_day AS day, task_team AS team, task_task_type AS task_type, model, serving, task_tier AS tier,
-           count(DISTINCT task_id) AS tasks,
-           count(*) AS calls,
-           sum(uncached_input_tokens) AS input_tokens,
-           sum(cached_input_tokens) AS cached_input_tokens,
-           sum(cache_write_tokens) AS cache_write_tokens,
-           sum(thinking_tokens) AS thinking_tokens,
-           sum(output_tokens) AS output_tokens,
-           sum(cost_usd) AS cost_usd,
-           sum(thinking_cost_usd) AS thinking_cost_usd,
-           count(*) FILTER (WHERE unpriced) AS unpriced_calls
-    FROM calls
-    GROUP BY ALL
-),
-idle AS (
-    SELECT a.day, 'idle' AS team, 'idle' AS task_type, n.model_key AS model, 'self_hosted' AS serving, 'idle' AS tier,
-           0 AS tasks, 0 AS calls, 0 AS input_tokens, 0 AS cached_input_tokens, 0 AS cache_write_tokens,
-           0 AS thinking_tokens, 0 AS output_tokens,
-           sum(CAST(a.allocated_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6))) AS cost_usd,
-           CAST(0 AS DECIMAL(38,6)) AS thinking_cost_usd, 0 AS unpriced_calls
-    FROM core.self_hosted_allocation a JOIN core.dim_nodes n USING (node_id)
-    WHERE a.pool = 'idle' AND core.in_build_days(a.day)
-    GROUP BY ALL
-),
-unioned AS (
-    SELECT * FROM busy UNION ALL BY NAME SELECT * FROM idle
-),
-final AS (
-    SELECT day, team, task_type, model, serving, tier, tasks, calls,
-           input_tokens, cached_input_tokens, cache_write_tokens, thinking_tokens, output_tokens,
-           core.usd6(cost_usd) AS cost_usd,
-           core.usd6(thinking_cost_usd) AS thinking_cost_usd,
-           CASE WHEN tasks > 0 THEN core.usd6(cost_usd / tasks) END AS cost_per_task_usd,
-           unpriced_calls
-    FROM unioned
-)
--- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.
-SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final
+-- marts.task_cost_breakdown under its earlier column names, kept so that queries written against
+-- it keep working (docs/contract.md): day, team and tier are the task's (task_day, task_team,
+-- task_tier there), not each call's.
+-- @kind: view
+-- @grain: day x team x task_type x model x serving ('api' / 'self_hosted') x tier.
+SELECT task_day AS day, task_team AS team, task_type, model, serving, task_tier AS tier, tasks, calls,
+       input_tokens, cached_input_tokens, cache_write_tokens, thinking_tokens, output_tokens,
+       cost_usd, thinking_cost_usd, cost_per_task_usd, unpriced_calls, build_id
+FROM marts.task_cost_breakdown

@@ -1,14 +1,14 @@
 -- Spend per day by where it comes from.
--- grain: day x source ('api_usage' = API calls at list price, 'self_hosted' = node cost allocated
--- to calls, plus team 'idle' for node-days without calls; 'api_bill' = what the providers billed,
--- from core.billed_costs) x provider x model x team.
--- reasoning_cost_usd is the thinking tokens' part of cost_usd.
+-- reasoning_cost_usd is the thinking tokens' part of cost_usd. day and team are each call's own
+-- (its task's are in marts.task_cost_breakdown: task_day, task_team).
 -- api_bill rows: counted billed amounts per day x provider x model (model NULL for billed lines that
 -- name no model); bills carry no team, so team is 'unknown'; reasoning_cost_usd and calls are NULL
 -- (a bill does not split out thinking tokens or count calls). api_bill bills the same usage that
 -- api_usage prices: do not add the two (checks and the report exclude api_bill).
--- reads: core.call_costs, core.self_hosted_allocation, core.dim_nodes, core.billed_costs, ops.settings
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: day x source ('api_usage' = API calls at list price, 'self_hosted' = node cost allocated
+--   to calls, plus team 'idle' for node-days without calls; 'api_bill' = what the providers billed,
+--   from core.billed_costs) x provider x model x team.
 WITH usage AS (
     SELECT day,
            CASE serving WHEN 'api' THEN 'api_usage' ELSE 'self_hosted' END AS source,

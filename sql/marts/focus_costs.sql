@@ -1,6 +1,6 @@
 -- Every cost thinktax knows, as FOCUS 1.2 cost and usage rows (https://focus.finops.org/focus-specification/v1-2/),
 -- so a FinOps tool can load thinktax's figures next to its cloud bills.
--- grain: one row per charge, of three kinds (x_Source, the matching marts.daily_spend source):
+-- Charges are of three kinds (x_Source, the matching marts.daily_spend source):
 -- * 'api_usage': API calls at the list price in force (core.call_costs, serving = 'api', priced
 --   calls only), one row per day x provider x model x price version x token type ('input' =
 --   uncached input, 'cached-input', 'cache-write' (5-minute), 'cache-write-1h', 'reasoning-output',
@@ -33,7 +33,9 @@
 -- no account id. InvoiceId: the bill line's invoice id where the bill has one, NULL for computed
 -- rows (no invoice is issued for them; FOCUS 1.2: MUST be null when the charge is not associated
 -- with an invoice). x_Source is a FOCUS custom column (x_ prefix).
--- reads: core.daily_call_totals, core.llm_price_versions, core.node_hours_cost, core.billed_lines, ops.settings
+-- @kind: full
+-- @grain: one row per charge, of three kinds (x_Source, the matching marts.daily_spend source:
+--   'api_usage' one per day x model x price version x price basis x token type, 'self_hosted', 'api_bill')
 WITH api_days AS (
     -- from core.daily_call_totals (the calls summed per day, price version and basis), not every call
     SELECT day, provider, model, price_version_id, coalesce(price_basis, 'standard') AS price_basis,
@@ -49,25 +51,35 @@ WITH api_days AS (
     WHERE serving = 'api' AND priced
     GROUP BY ALL
 ),
+api_types AS (
+    -- one row per day x price x token type (and per-query fee): a constant table of token types
+    -- and CASE, not a lateral VALUES over api_days' columns, so that the same SQL runs on Spark
+    SELECT d.day, d.provider, d.model, d.calls, d.price_version_id, d.price_basis,
+           tt.token_type, tt.pricing_unit, tt.consumed_unit,
+           CASE tt.token_type WHEN 'input' THEN d.uncached_input WHEN 'cached-input' THEN d.cached_input
+                WHEN 'cache-write' THEN d.cache_write WHEN 'cache-write-1h' THEN d.cache_write_1h
+                WHEN 'reasoning-output' THEN d.thinking WHEN 'output' THEN d.output ELSE d.searches END AS quantity,
+           CASE tt.token_type WHEN 'input' THEN d.uncached_input_cost WHEN 'cached-input' THEN d.cached_input_cost
+                WHEN 'cache-write' THEN d.cache_write_cost WHEN 'cache-write-1h' THEN d.cache_write_1h_cost
+                WHEN 'reasoning-output' THEN d.thinking_cost WHEN 'output' THEN d.output_cost ELSE d.fees END AS cost_usd
+    FROM api_days d
+    CROSS JOIN (VALUES
+        ('input', '1000000 Tokens', 'Tokens'), ('cached-input', '1000000 Tokens', 'Tokens'),
+        ('cache-write', '1000000 Tokens', 'Tokens'), ('cache-write-1h', '1000000 Tokens', 'Tokens'),
+        ('reasoning-output', '1000000 Tokens', 'Tokens'), ('output', '1000000 Tokens', 'Tokens'),
+        ('web-search', 'Searches', 'Searches')
+    ) AS tt(token_type, pricing_unit, consumed_unit)
+),
 api_usage AS (
     -- one row per token type (and per-query fee) with usage that day, at the rate the calls were
     -- priced at: ListUnitPrice = cost / PricingQuantity, one rate per price version x basis x type
-    SELECT d.day, d.provider, d.model, d.calls, d.price_version_id, d.price_basis,
+    SELECT t.day, t.provider, t.model, t.calls, t.price_version_id, t.price_basis,
            p.provider AS price_provider, p.model AS price_model,
            t.token_type, t.quantity, t.cost_usd, t.pricing_unit, t.consumed_unit,
            CASE WHEN t.pricing_unit = '1000000 Tokens' THEN CAST(t.quantity AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6))
                 ELSE CAST(t.quantity AS DECIMAL(38,6)) END AS pricing_quantity
-    FROM api_days d
+    FROM api_types t
     JOIN core.llm_price_versions p USING (price_version_id)
-    CROSS JOIN LATERAL (VALUES
-        ('input', d.uncached_input, d.uncached_input_cost, '1000000 Tokens', 'Tokens'),
-        ('cached-input', d.cached_input, d.cached_input_cost, '1000000 Tokens', 'Tokens'),
-        ('cache-write', d.cache_write, d.cache_write_cost, '1000000 Tokens', 'Tokens'),
-        ('cache-write-1h', d.cache_write_1h, d.cache_write_1h_cost, '1000000 Tokens', 'Tokens'),
-        ('reasoning-output', d.thinking, d.thinking_cost, '1000000 Tokens', 'Tokens'),
-        ('output', d.output, d.output_cost, '1000000 Tokens', 'Tokens'),
-        ('web-search', d.searches, d.fees, 'Searches', 'Searches')
-    ) AS t(token_type, quantity, cost_usd, pricing_unit, consumed_unit)
     WHERE t.quantity > 0
 ),
 api_usage_rows AS (

@@ -4,9 +4,8 @@
 -- generated before the visible output and then stay resident until the call ends, so their share
 -- of KV-time is above their share of tokens (thinking_token_share, for comparison).
 -- Calls without latency_ms have no byte-seconds; they are counted in calls_without_latency.
--- grain: one row per day (UTC date of the call) x model (model key)
--- reads: core.call_kv, ops.settings
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: one row per day (UTC date of the call) x model (model key)
 WITH calls AS (
     SELECT * FROM core.call_kv WHERE core.in_build_days(day)
 ),

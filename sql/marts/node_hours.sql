@@ -14,14 +14,14 @@
 --   DCGM GPU_UTIL over GPUs and scrapes). Counter columns are NULL when the hour has no delta (e.g.
 --   only the first scrape of a series), never a made-up 0. counter_resets / counter_gaps count
 --   the counter deltas of the hour flagged is_reset / is_gap.
--- Log side (core.call_costs, self-hosted calls of the node whose ts is in the hour): calls_logged,
+-- Log side (core.calls, self-hosted calls of the node whose ts is in the hour): calls_logged,
 --   prompt_tokens_logged (uncached + cached + cache write), generation_tokens_logged
 --   (thinking + output). The scrapes have no reasoning-token counter: thinking exists only in logs.
--- grain: one row per node x UTC hour in which it was active (core.node_hours_cost)
--- reads: core.node_hours_cost, core.metric_deltas, stg.metric_samples, core.call_costs,
---        core.self_hosted_usage_cost, ops.settings
--- incremental: day, halo (its usage/idle split comes from core.self_hosted_usage_cost, whose rows
--- depend on neighbouring days; warehouse/incremental.py)
+-- Halo: its usage/idle split comes from core.self_hosted_usage_cost, whose rows depend on
+-- neighbouring days, so the days touched +- the halo are replaced.
+-- @kind: incremental_by_day
+-- @grain: one row per node x UTC hour in which it was active (core.node_hours_cost)
+-- @halo: true
 WITH paid AS (
     SELECT node_id, hour, day, provider, gpu_type, gpus, model, gpu_hours, active_seconds, cost_micro_usd
     FROM core.node_hours_cost
@@ -54,7 +54,7 @@ logged AS (
            count(*) AS calls_logged,
            sum(prompt_tokens) AS prompt_tokens_logged,
            sum(thinking_tokens + output_tokens) AS generation_tokens_logged
-    FROM core.call_costs
+    FROM core.calls
     WHERE serving = 'self_hosted' AND core.in_build_days(day)
     GROUP BY ALL
 ),

@@ -13,18 +13,19 @@
 -- KV: kv_gb_p99_at_p95_profile = p99 calls x the month's p95 profile (core.call_profiles: prompt +
 -- thinking + output) x the model's KV bytes per token at bf16 (core.call_kv) / 1e9; NULL for models
 -- without a KV figure (closed API models). Capacity planning reads the p99 hour (marts.peak_capacity).
--- grain: one row per model x hour with at least one call in flight
--- reads: core.call_costs, core.call_profiles, core.call_kv
--- incremental: day, halo (an hour's level depends on calls that ended up to a day later: every call
--- in flight on a rewritten day ends within the halo, so the calls of the context days are read whole)
+-- (halo: an hour's level depends on calls that ended up to a day later: every call in flight on a
+-- rewritten day ends within the halo, so the calls of the context days are read whole)
+-- @kind: incremental_by_day
+-- @grain: one row per model x hour with at least one call in flight
+-- @halo: true
 WITH calls AS (
     SELECT model, ts - to_microseconds(CAST(round(latency_ms * 1000) AS BIGINT)) AS started, ts AS ended
-    FROM core.call_costs
+    FROM core.calls
     WHERE latency_ms IS NOT NULL AND latency_ms >= 0 AND core.in_build_context(day)
 ),
 missing AS (
     SELECT model, day, count(*) AS calls_without_latency
-    FROM core.call_costs WHERE latency_ms IS NULL AND core.in_build_days(day) GROUP BY ALL
+    FROM core.calls WHERE latency_ms IS NULL AND core.in_build_days(day) GROUP BY ALL
 ),
 spans AS (
     SELECT model, date_trunc('hour', min(started)) AS first_hour, date_trunc('hour', max(ended)) AS last_hour

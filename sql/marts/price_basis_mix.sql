@@ -7,9 +7,8 @@
 -- did long context cost extra". Unpriced API calls (no price on any sheet) are left out (see
 -- marts.unpriced_usage); calls_priced_as_standard counts calls whose reported tier had no rate
 -- on the sheet.
--- grain: day x provider x model x price_basis (API calls only)
--- reads: core.call_costs, ops.settings
--- incremental: day (a nightly run replaces the rows of the days it touched; warehouse/incremental.py)
+-- @kind: incremental_by_day
+-- @grain: day x provider x model x price_basis (API calls only)
 WITH api AS (
     SELECT day, provider, model, price_basis,
            count(*) AS calls,

@@ -1,9 +1,10 @@
 -- How calls and spend split between the fast / medium / full tiers, against the target mix.
--- grain: day x team x tier (team '*' = all teams); every tier has a row, with 0 calls if none.
--- share_of_calls / share_of_cost are within (day, team). cost_at_target_mix_usd is what that
+-- day, team and tier are each call's own (its task's are in marts.task_cost_breakdown: task_day,
+-- task_team, task_tier). share_of_calls / share_of_cost are within (day, team). cost_at_target_mix_usd is what that
 -- tier would cost if the (day, team)'s calls followed the target mix at this tier's cost per call
 -- (the (day, team, tier)'s own average, or the tier's average over all data when it has no calls).
--- reads: core.daily_call_totals, ops.settings
+-- @kind: full
+-- @grain: day x team x tier (team '*' = all teams); every tier has a row, with 0 calls if none.
 WITH calls AS (
     -- per day x team x tier (core.daily_call_totals: a few rows per day, not one per call)
     SELECT day, team, tier, sum(calls) AS calls, sum(cost_usd) AS cost_usd FROM core.daily_call_totals GROUP BY ALL

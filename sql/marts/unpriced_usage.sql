@@ -1,6 +1,6 @@
 -- Usage thinktax could not price, so it is never silently costed at $0.
--- grain: one row per (serving, provider, reported model, node, reason).
--- reads: core.call_costs, core.node_hours_cost, ops.settings
+-- @kind: full
+-- @grain: one row per (serving, provider, reported model, node, reason).
 WITH calls AS (
     SELECT serving, provider, reported_model, node_id, ts,
            CASE

@@ -73,3 +73,18 @@ def test_runs_rebuild_the_days_new_files_touch_or_everything_when_asked(mini_lan
     with read_only(wh) as con:
         # r6 inherits t1's team; the task now has three calls (r1, r4, r6)
         assert con.execute("SELECT team, calls FROM marts.task_costs WHERE task_id = 't1'").fetchall() == [("search", 3)]
+
+
+def test_a_warehouse_named_by_its_folder(tmp_path, monkeypatch):
+    """--warehouse DIR: an existing folder means DIR/thinktax.duckdb for every engine; for the Spark
+    engine (whose --warehouse names where its tables live) so does a new path without a suffix."""
+    from services.config import resolve_paths  # noqa: PLC0415
+
+    monkeypatch.delenv("THINKTAX_WAREHOUSE", raising=False)
+    tmp_path = tmp_path.resolve()
+    (tmp_path / "existing").mkdir()
+    assert resolve_paths(None, str(tmp_path / "existing"))[1] == tmp_path / "existing" / "thinktax.duckdb"
+    assert resolve_paths(None, str(tmp_path / "new"), folder=True)[1] == tmp_path / "new" / "thinktax.duckdb"
+    # without folder= a new suffix-less path stays a file name, as before; a file path is unchanged
+    assert resolve_paths(None, str(tmp_path / "new"))[1] == tmp_path / "new"
+    assert resolve_paths(None, str(tmp_path / "w.duckdb"), folder=True)[1] == tmp_path / "w.duckdb"

@@ -13,9 +13,9 @@ from pipelines.definitions import defs
 CORE_ASSETS = {
     "ops/settings", "ops/ingested_files", "ops/quarantine", "ops/published_warehouse",
     "stg/requests", "stg/llm_prices", "stg/gpu_prices", "stg/models", "stg/nodes", "stg/deployments", "stg/model_configs",
-    "core/calls", "core/call_costs", "core/llm_price_versions", "core/gpu_price_versions", "core/model_map",
+    "core/calls", "core/tasks", "core/call_costs", "core/llm_price_versions", "core/gpu_price_versions", "core/model_map",
     "core/node_hours_cost", "core/self_hosted_allocation", "core/dim_models", "core/dim_nodes", "core/dim_deployments",
-    "marts/cost_per_task", "marts/task_costs", "marts/tier_mix", "marts/daily_spend", "marts/unpriced_usage",
+    "marts/cost_per_task", "marts/task_cost_breakdown", "marts/task_costs", "marts/tier_mix", "marts/daily_spend", "marts/unpriced_usage",
 }
 
 
@@ -23,8 +23,17 @@ def test_asset_graph_has_the_backbone():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert CORE_ASSETS <= keys
     graph = defs.resolve_asset_graph()
-    deps = {k.to_user_string() for k in graph.get(dg.AssetKey(["marts", "cost_per_task"])).parent_keys}
-    assert deps - {"ops/settings"} == {"core/call_costs", "core/dim_nodes", "core/self_hosted_allocation", "marts/task_costs"}
+    def parents(*key: str) -> set[str]:
+        return {k.to_user_string() for k in graph.get(dg.AssetKey(list(key))).parent_keys} - {"ops/settings"}
+
+    # issue 17: calls before costs -- cost_per_task is the old-named view of task_cost_breakdown, which
+    # takes the task's attributes from core.tasks; core.calls reads staging, not prices
+    assert parents("marts", "cost_per_task") == {"marts/task_cost_breakdown"}
+    assert parents("marts", "task_cost_breakdown") == {"core/call_costs", "core/dim_nodes", "core/self_hosted_allocation",
+                                                       "core/tasks"}
+    assert parents("core", "calls") == {"stg/requests", "core/dim_nodes"}
+    assert parents("core", "tasks") == {"core/calls"}
+    assert parents("core", "self_hosted_allocation") == {"core/calls", "core/node_hours_cost"}
     assert defs.resolve_job_def("thinktax") is not None
     assert defs.resolve_schedule_def("nightly").cron_schedule == "0 2 * * *"
 

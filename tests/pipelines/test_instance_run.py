@@ -93,7 +93,7 @@ def test_failed_check_is_not_retried_and_notifies_once(tmp_path: Path, monkeypat
 
     def broken(con, model, scope=None):  # a negative bucket: the blocking check buckets_non_negative fails
         rows = real_build(con, model, scope)
-        if model.table == "core.call_costs":  # core.calls is a view of it
+        if model.table == "core.call_costs":  # the check is attached to core.call_costs
             con.execute("UPDATE core.call_costs SET thinking_tokens = -1 WHERE request_id = 'o3-2025-04-01'")
         return rows
 

@@ -24,17 +24,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(same result; for after a manual change to the staging tables)")
     p.add_argument("--as-of", metavar="DAY", help="end the alert's spend window on this UTC day (default: the latest day with calls)")
     p.add_argument("--quiet", action="store_true", help="no progress display and no summary")
+    p.add_argument("--engine", choices=["duckdb", "spark"],
+                   help="where the SQL models are built (default: [engine] kind in thinktax.toml, else duckdb)")
+    p.add_argument("--spark-remote", metavar="sc://HOST:PORT",
+                   help="--engine spark: a cluster through Spark Connect (default: a local[2] session)")
+    p.add_argument("--spark-warehouse", metavar="DIR_OR_URI",
+                   help="--engine spark: where the Spark tables live (default: <warehouse folder>/spark)")
 
 
 def run(args: argparse.Namespace) -> int:
     from thinktax.console import run_with_progress, print_summary  # noqa: PLC0415
 
-    landing, warehouse = resolve_paths(args.landing, args.warehouse)
     try:
-        load_config(args.config)
+        cfg = load_config(args.config)
     except ConfigError as exc:
         print(f"thinktax: {exc}", file=sys.stderr)
         return 2
+    spark = (getattr(args, "engine", None) or cfg.engine.kind) == "spark"
+    landing, warehouse = resolve_paths(args.landing, args.warehouse, folder=spark)
     if not landing.is_dir():
         print(f"thinktax: landing folder {landing} does not exist", file=sys.stderr)
         return 2
@@ -52,10 +59,68 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"thinktax: --as-of: expected a day as YYYY-MM-DD, got {args.as_of!r}", file=sys.stderr)
         return 2
+    if spark:
+        return _run_spark(args, cfg, landing, warehouse, days, as_of)
     options = RunOptions(days=days, as_of=as_of, full_rebuild=getattr(args, "full_rebuild", False))
     outcome = run_with_progress(landing, warehouse, args.config, quiet=args.quiet, options=options)
     if not outcome.success:
         return 1
     if not args.quiet:
         print_summary(warehouse)
+    return 0
+
+
+def _run_spark(args: argparse.Namespace, cfg, landing, warehouse, days, as_of) -> int:  # noqa: ANN001
+    """The Spark engine (warehouse/spark/pipeline.py): pyspark is imported only here.
+
+    Exit codes as on DuckDB: 0 published, 1 a check failed or the run failed (nothing published),
+    2 bad arguments or pyspark missing."""
+    from pathlib import Path  # noqa: PLC0415
+
+    try:
+        from warehouse.spark.pipeline import run as spark_run  # noqa: PLC0415
+        import pyspark  # noqa: F401, PLC0415
+
+        from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
+        from services.alert import evaluate  # noqa: PLC0415
+    except ImportError as exc:
+        print(f"thinktax: --engine spark needs pyspark ({exc}); install the 'spark' extra: "
+              "pip install 'thinktax[spark]'", file=sys.stderr)
+        return 2
+    remote = getattr(args, "spark_remote", None) or cfg.engine.spark_remote or None
+    where = getattr(args, "spark_warehouse", None) or cfg.engine.spark_warehouse or None
+    day_list = None
+    if days:
+        first, last = days
+        day_list = [first + dt.timedelta(days=k) for k in range((last - first).days + 1)]
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(f"[spark] {line}", flush=True)
+
+    try:
+        out = spark_run(landing, warehouse, cfg.settings_row(), remote=remote,
+                        spark_warehouse=Path(where) if where else None, days=day_list,
+                        full=getattr(args, "full_rebuild", False), config=cfg, as_of=as_of, progress=progress,
+                        economics_models=ECONOMICS, evaluate_alert=evaluate)
+    except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException, Py4J and ingest errors alike
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"thinktax: the Spark run failed, nothing was published: {type(exc).__name__}: {first}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        s = out.scope
+        print(f"engine: spark; build {out.build_id}; files new: {out.files_new}")
+        if out.local:
+            print("rebuild: full (a local Spark session keeps no catalog between runs: every model rebuilt from staging)")
+        else:
+            print("rebuild: " + (f"full ({s.reason})" if s.full else f"incremental, {len(s.days)} day(s) replaced"))
+        for table, (rows, secs) in out.tables.items():
+            print(f"  {table:32s} {rows:>10,d} rows  {secs:6.1f} s")
+        for table, rows in out.economics.items():
+            print(f"  {table:32s} {rows:>10,d} rows  (Python, economics)")
+        print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in out.seconds.items()))
+    if out.failed_checks:
+        print("thinktax: checks failed on Spark (not published): "
+              + ", ".join(f"{k} ({n} rows)" for k, n in out.failed_checks.items()), file=sys.stderr)
+        return 1
     return 0

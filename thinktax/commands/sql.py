@@ -21,10 +21,85 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./warehouse/thinktax.duckdb)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--max-rows", type=int, default=100, help="rows shown in table format (default 100)")
+    p.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",
+                   help="spark: query the Spark tables of `thinktax run --engine spark` (the query is written "
+                        "in DuckDB's dialect and rendered for Spark, as the models are)")
+    p.add_argument("--spark-remote", metavar="sc://HOST:PORT", help="--engine spark: a cluster through Spark Connect")
+    p.add_argument("--spark-warehouse", metavar="DIR",
+                   help="--engine spark: the local Spark warehouse (default: <warehouse folder>/spark)")
+
+
+def _spark_value(v):  # noqa: ANN001, ANN202
+    """A Spark value as DuckDB's Python client gives it: a struct (Row) as a dict, lists element-wise."""
+    from pyspark.sql import Row  # noqa: PLC0415
+
+    if isinstance(v, Row):
+        return {k: _spark_value(x) for k, x in v.asDict(recursive=False).items()}
+    if isinstance(v, list):
+        return [_spark_value(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _spark_value(x) for k, x in v.items()}
+    return v
+
+
+def render_for_spark(spark, text: str) -> str:  # noqa: ANN001
+    """The query (DuckDB's dialect) in Spark SQL, with ``* EXCLUDE`` / ``BY NAME`` expanded from the
+    catalog's columns of the tables it reads; a query that does not parse as DuckDB SQL is passed on
+    as Spark SQL."""
+    import sqlglot  # noqa: PLC0415
+    from sqlglot import exp  # noqa: PLC0415
+    from sqlglot.errors import SqlglotError  # noqa: PLC0415
+
+    from warehouse.spark.build import Target, _schema  # noqa: PLC0415
+    from warehouse.spark.render import RenderError, to_spark  # noqa: PLC0415
+
+    try:
+        tree = sqlglot.parse_one(text, read="duckdb")
+    except SqlglotError:
+        return text
+    tables = frozenset(f"{t.db}.{t.name}" for t in tree.find_all(exp.Table) if t.db)
+    try:
+        schema = _schema(spark, Target(), frozenset(t for t in tables if spark.catalog.tableExists(t)))
+        return to_spark(text, path="query", schema=schema)
+    except RenderError:
+        return text  # already Spark SQL, or Spark says what is wrong with it
+
+
+def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[tuple]]:  # noqa: ANN001
+    from pathlib import Path  # noqa: PLC0415
+
+    from warehouse.spark.build import session  # noqa: PLC0415
+    from warehouse.spark.pipeline import attach, local_session  # noqa: PLC0415
+
+    if args.spark_remote:
+        spark = session(args.spark_remote)
+    else:
+        where = Path(args.spark_warehouse) if args.spark_warehouse else warehouse.parent / "spark"
+        if not where.is_dir():
+            raise FileNotFoundError(f"no Spark warehouse at {where} (run `thinktax run --engine spark` first)")
+        spark = local_session(where)
+        attach(spark, where)
+    df = spark.sql(render_for_spark(spark, args.query))
+    return df.columns, [tuple(_spark_value(v) for v in r) for r in df.collect()]
 
 
 def run(args: argparse.Namespace) -> int:
-    _, warehouse = resolve_paths(None, args.warehouse)
+    _, warehouse = resolve_paths(None, args.warehouse, folder=getattr(args, "engine", "duckdb") == "spark")
+    if getattr(args, "engine", "duckdb") == "spark":
+        try:
+            import pyspark  # noqa: F401, PLC0415
+        except ImportError as exc:
+            print(f"thinktax: --engine spark needs pyspark ({exc}); pip install 'thinktax[spark]'", file=sys.stderr)
+            return 2
+        try:
+            cols, rows = _spark_query(args, warehouse)
+        except FileNotFoundError as exc:
+            print(f"thinktax: {exc}", file=sys.stderr)
+            return 2
+        except Exception as exc:  # noqa: BLE001 - pyspark's AnalysisException and friends
+            print(f"thinktax: query failed on Spark: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 1
+        return _print(args, cols, rows)
     try:
         with read_only(warehouse) as con:
             rel = con.sql(args.query)
@@ -37,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
     except duckdb.Error as exc:
         print(f"thinktax: query failed: {exc}", file=sys.stderr)
         return 1
+    return _print(args, cols, rows)
+
+
+def _print(args: argparse.Namespace, cols: list[str], rows: list[tuple]) -> int:
     if args.format == "csv":
         w = csv.writer(sys.stdout)
         w.writerow(cols)

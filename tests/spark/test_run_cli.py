@@ -1,0 +1,146 @@
+"""`thinktax run --engine spark` end to end on the mini landing folder: the hand-worked figures of
+tests/test_costs_hand_worked.py come out of Spark's tables.
+
+It reuses the test session's Spark (getOrCreate returns it) and re-creates the core and mart
+tables, so it runs after test_parity.py (file order), whose comparisons are already made.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal as D
+
+import pytest
+
+# a Spark run plus 30 Spark queries: 97-99 s each at load average 8.5 (2026-12-03); 330 s when it started the session
+pytestmark = pytest.mark.timeout(1200)
+
+from tests.conftest import MINI_FILES, write_files
+
+# tests/test_costs_hand_worked.py: r1 0.20225, r2 0.0028, r3 0.0567, r4 113.28, r5 28.32 (USD)
+R1, R2, R3, R4, R5 = D("0.20225"), D("0.0028"), D("0.0567"), D("113.28"), D("28.32")
+
+@pytest.mark.slow
+def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path, capsys):
+    from thinktax.cli import main  # noqa: PLC0415
+
+    landing = write_files(tmp_path / "landing", MINI_FILES)
+    # --warehouse names a folder (issue 16: "where the Spark tables live"): the DuckDB build is
+    # <folder>/thinktax.duckdb and the Spark tables <folder>/spark
+    folder = tmp_path / "wh"
+    warehouse = folder / "thinktax.duckdb"
+    rc = main(["run", "--engine", "spark", "--landing", str(landing), "--warehouse", str(folder)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "engine: spark" in out and "rebuild: full" in out
+    assert warehouse.exists()  # the DuckDB build (ingest bookkeeping, staging) was published
+    assert (folder / "spark" / "_staging").is_dir()  # (the test session keeps its own table folder)
+    # the same folder answers `thinktax sql --engine spark --warehouse <folder>` and the DuckDB `thinktax sql`
+    q = "SELECT request_id, cost_usd FROM core.call_costs ORDER BY request_id"
+    got = _json(capsys, ["sql", "--engine", "spark", "--warehouse", str(folder), "--format", "json", q])
+    assert [(r["request_id"], D(r["cost_usd"])) for r in got] == [("r1", R1), ("r2", R2), ("r3", R3), ("r4", R4), ("r5", R5)]
+
+    costs = {r["request_id"]: r["cost_usd"] for r in spark.table("core.call_costs").collect()}
+    assert costs == {"r1": R1, "r2": R2, "r3": R3, "r4": R4, "r5": R5}
+    rows = sorted(
+        (str(r["day"]), r["team"], r["task_type"], r["model"], r["serving"], r["tier"], r["tasks"], r["calls"],
+         r["cost_usd"], r["cost_per_task_usd"])
+        for r in spark.table("marts.cost_per_task").collect())
+    assert rows == [
+        ("2026-06-30", "ops", "review", "claude-x", "api", "medium", 1, 1, R3, R3),
+        ("2026-06-30", "ops", "review", "qwen3-32b", "self_hosted", "fast", 1, 1, R5, R5),
+        ("2026-06-30", "search", "qa", "o3", "api", "full", 1, 1, R1, R1),
+        ("2026-06-30", "search", "qa", "qwen3-32b", "self_hosted", "full", 1, 1, R4, R4),
+        ("2026-07-01", "search", "qa", "o3", "api", "fast", 1, 1, R2, R2),
+    ]
+    # t1 = r1 + r4, thinking 0.18 + 56.64; its tier is r1's (full)
+    t1 = spark.sql("SELECT cost_usd, thinking_cost_usd, tier FROM marts.task_costs WHERE task_id = 't1'").collect()[0]
+    assert (t1["cost_usd"], t1["thinking_cost_usd"], t1["tier"]) == (R1 + R4, D("56.82"), "full")
+
+    # `thinktax sql --engine spark` registers the tables a run left (attach) and re-creates the view
+    # models over them: marts.cost_per_task is the old-named view of marts.task_cost_breakdown (issue 17)
+    from warehouse.spark.pipeline import attach  # noqa: PLC0415
+
+    spark.sql("DROP VIEW marts.cost_per_task")
+    assert "marts.cost_per_task" in attach(spark, folder / "spark")
+    again = sorted((str(r["day"]), r["team"], r["task_type"], r["model"], r["serving"], r["tier"], r["tasks"], r["calls"],
+                    r["cost_usd"], r["cost_per_task_usd"]) for r in spark.table("marts.cost_per_task").collect())
+    assert again == rows
+
+def _json(capsys, argv: list[str]) -> list[dict]:
+    import json  # noqa: PLC0415
+
+    from thinktax.cli import main  # noqa: PLC0415
+
+    capsys.readouterr()
+    rc = main(argv)
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    return json.loads(out.out)
+
+def _canon(rows: list[dict]) -> list[str]:
+    """Rows as sorted JSON texts, floats to 9 significant digits (float sums depend on the order an
+    engine adds them in; DECIMALs, integers, text and dates are printed exactly)."""
+    import json  # noqa: PLC0415
+
+    def fix(v):  # noqa: ANN001, ANN202
+        return float(f"{v:.9g}") if isinstance(v, float) else v
+
+    return sorted(json.dumps({k: fix(v) for k, v in r.items()}, sort_keys=True) for r in rows)
+
+@pytest.mark.slow
+def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark, tmp_path, capsys):
+    """The economics landing of tests/test_economics_marts.py through `thinktax run --engine spark`:
+    the Python marts (self_host_breakeven, gpu_sizing, forecast/outlook) are built from Spark's rows
+    and written back to Spark; `thinktax sql --engine spark --format json` gives DuckDB's JSON for
+    every mart; the published DuckDB file serves `thinktax report`."""
+    from tests.conftest import build_warehouse  # noqa: PLC0415
+    from tests.test_economics_marts import FILES  # noqa: PLC0415
+    from thinktax.cli import main  # noqa: PLC0415
+    from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
+    from warehouse.sqlmodel import load_models  # noqa: PLC0415
+
+    landing = write_files(tmp_path / "landing", FILES)
+    # the DuckDB reference: the same landing, models and economics built directly, then published
+    ref = tmp_path / "duck" / "thinktax.duckdb"
+    con, _ = build_warehouse(landing, ref)
+    for e in ECONOMICS:
+        e.builder(con)
+    con.close()
+    (tmp_path / "duck" / "thinktax.duckdb.build-t").rename(ref)
+
+    warehouse = tmp_path / "wh" / "thinktax.duckdb"
+    rc = main(["run", "--engine", "spark", "--landing", str(landing), "--warehouse", str(warehouse),
+               "--spark-warehouse", str(tmp_path / "spark")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "[spark] economics:" in out and "[spark] publish:" in out  # progress lines
+
+    spark_sql = ["sql", "--engine", "spark", "--spark-warehouse", str(tmp_path / "spark"), "--format", "json"]
+    # hand-worked (tests/test_economics_marts.py): d1 in June, 3 calls $0.027, 1 x 0.000018 x 730 = $0.01314
+    # a month, savings 0.027 - 0.01314 = $0.013860, verdict self_host
+    d1 = _json(capsys, [*spark_sql, "SELECT api_calls, api_spend_usd, self_host_usd_per_month, savings_usd, verdict "
+                        "FROM marts.self_host_breakeven WHERE deployment = 'd1-h200-fp8' AND month = DATE '2026-06-01'"])
+    assert d1 == [{"api_calls": 3, "api_spend_usd": "0.027000", "self_host_usd_per_month": "0.013140",
+                   "savings_usd": "0.013860", "verdict": "self_host"}]
+
+    marts = [m.table for m in load_models() if m.schema == "marts"] + [e.table for e in ECONOMICS]
+    differ = {}
+    for table in marts:
+        query = f"SELECT * EXCLUDE (build_id) FROM {table}"
+        want = _json(capsys, ["sql", "--warehouse", str(ref), "--format", "json", query])
+        got = _json(capsys, [*spark_sql, query])
+        if _canon(got) != _canon(want):
+            differ[table] = (len(got), len(want), (sorted(set(_canon(got)) ^ set(_canon(want))) or [""])[0][:300])
+    assert not differ, differ
+
+    # the published DuckDB build has the view models too: marts.cost_per_task (the old-named view of
+    # marts.task_cost_breakdown) gives there what Spark's view gives
+    query = "SELECT * EXCLUDE (build_id) FROM marts.cost_per_task"
+    published = _json(capsys, ["sql", "--warehouse", str(warehouse), "--format", "json", query])
+    assert published and _canon(published) == _canon(_json(capsys, [*spark_sql, query]))
+
+    # the report reads the published DuckDB build (marts copied from Spark, economics built there)
+    capsys.readouterr()
+    assert main(["report", "--warehouse", str(warehouse), "--out", str(tmp_path / "report.html")]) == 0
+    html = (tmp_path / "report.html").read_text()
+    assert "self_host" in html or "Break-even" in html

@@ -1,0 +1,116 @@
+"""Small request files are parsed several per query (sources/requests_many.py); every table the
+ingest writes must be exactly what parsing one file at a time writes."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from tests.conftest import NOW, write_files
+from warehouse import ingest
+from warehouse.db import Build
+from services.config import Config
+
+CALL = ('{{"ts":"2026-06-{d:02d}T10:00:00Z","request_id":"{rid}","model":"o3","provider":"openai",'
+        '"usage":{{"prompt_tokens":{p},"completion_tokens":10}}}}')
+
+
+def _calls(prefix: str, n: int, day: int = 10) -> str:
+    return "\n".join(CALL.format(d=day, rid=f"{prefix}{k}", p=k + 1) for k in range(n)) + "\n"
+
+
+FILES = {
+    "telemetry/requests/a.jsonl": _calls("a", 30),
+    # rejects among good lines: invalid JSON, a negative count, a missing model, a blank line
+    "telemetry/requests/b.jsonl": _calls("b", 5) + "{oops\n"
+        + '{"ts":"2026-06-11T00:00:00Z","request_id":"bn","model":"o3","usage":{"prompt_tokens":-3,"completion_tokens":1}}\n'
+        + '{"ts":"2026-06-11T00:00:00Z","request_id":"bm","usage":{"prompt_tokens":3,"completion_tokens":1}}\n\n'
+        + _calls("b2", 3),
+    "telemetry/requests/c-blank.jsonl": "\n \n",  # no JSON lines: unreadable (no format)
+    "telemetry/requests/d-copy.jsonl": _calls("a", 30),  # the same bytes as a.jsonl: already ingested
+    "telemetry/requests/e.jsonl.gz": gzip.compress(_calls("e", 7, day=12).encode()),
+    "telemetry/requests/f.jsonl": _calls("a", 2) + _calls("f", 4),  # a0, a1 again: duplicates
+    "telemetry/requests/g.jsonl": "caf\xe9\n".encode("latin-1"),  # not UTF-8
+    "telemetry/requests/h.jsonl": '{"ts":"2026-06-13T00:00:00Z","request_id":"h0","model":"o3","usage":{"prompt_tokens":1,"completion_tokens":1}}',  # no final newline
+    "telemetry/requests/i.jsonl": "\n".join(['{"x": 1}', "[1, 2]", "42", '"text"']) + "\n",  # no good line
+}
+
+TABLES = {
+    "stg.requests": "SELECT * EXCLUDE (file_id), file_id FROM stg.requests ORDER BY file_id, line",
+    "ops.quarantine": "SELECT * FROM ops.quarantine ORDER BY file_id, line",
+    "ops.ingested_files": "SELECT * EXCLUDE (file_mtime_ns) FROM ops.ingested_files ORDER BY file_id",
+}
+
+
+def _ingest(landing, path, monkeypatch, batch_files):
+    monkeypatch.setattr(ingest, "BATCH_FILES", batch_files)
+    b = Build(path, "t")
+    b.start(Config().settings_row())
+    with b.connect() as con:
+        summary = ingest.Ingestor(con, landing, now=NOW).ingest()
+        tables = {t: con.execute(q).fetchall() for t, q in TABLES.items()}
+    return summary, tables
+
+
+@pytest.mark.parametrize("batch_files", [2, 3, 64])
+def test_batched_parse_writes_what_one_file_at_a_time_writes(tmp_path, monkeypatch, batch_files):
+    landing = write_files(tmp_path / "landing", FILES)
+    one_summary, one = _ingest(landing, tmp_path / "one.duckdb", monkeypatch, 1)
+    many_summary, many = _ingest(landing, tmp_path / "many.duckdb", monkeypatch, batch_files)
+    assert many == one
+    assert [(f.file, f.status, f.rows_in, f.rows_loaded, f.rows_duplicate, f.rows_quarantined, f.message)
+            for f in many_summary.files] == [
+        (f.file, f.status, f.rows_in, f.rows_loaded, f.rows_duplicate, f.rows_quarantined, f.message)
+        for f in one_summary.files]
+    # the folder's own story, worked out by hand from FILES
+    status = {f.file.rsplit("/", 1)[1]: (f.status, f.rows_in, f.rows_loaded, f.rows_duplicate, f.rows_quarantined)
+              for f in many_summary.files}
+    assert status["a.jsonl"] == ("loaded", 30, 30, 0, 0)
+    assert status["b.jsonl"] == ("loaded", 11, 8, 0, 3)  # 5 + 3 good, 3 rejects, the blank line is not a record
+    assert status["c-blank.jsonl"][0] == "unreadable"
+    assert status["d-copy.jsonl"][0] == "already_ingested"
+    assert status["e.jsonl.gz"] == ("loaded", 7, 7, 0, 0)
+    assert status["f.jsonl"] == ("loaded", 6, 4, 2, 0)
+    assert status["g.jsonl"][0] == "unreadable"
+    assert status["h.jsonl"] == ("loaded", 1, 1, 0, 0)
+    assert status["i.jsonl"] == ("loaded", 4, 0, 0, 4)
+    # quarantine lines are each file's own line numbers
+    lines = [r for r in many["ops.quarantine"] if r[1].endswith("b.jsonl")]
+    assert [r[2] for r in lines] == [6, 7, 8]
+
+
+def test_a_failing_batch_query_falls_back_to_one_file_at_a_time(tmp_path, monkeypatch):
+    from sources import requests, requests_many
+
+    landing = write_files(tmp_path / "landing", FILES)
+    _, one = _ingest(landing, tmp_path / "one.duckdb", monkeypatch, 1)
+    real, batches = requests.run_lines, []
+
+    def failing_on_batches(table, ctx, allow_empty=False):
+        if table.num_rows and max(table["line"].to_pylist()) >= 1 << 32:  # lines of a second file
+            batches.append(table.num_rows)
+            raise RuntimeError("simulated failure of the batch query")
+        return real(table, ctx, allow_empty)
+
+    monkeypatch.setattr(requests_many.requests, "run_lines", failing_on_batches)
+    _, many = _ingest(landing, tmp_path / "many.duckdb", monkeypatch, 64)
+    assert batches  # the batch was tried ...
+    assert many == one  # ... and each file was parsed alone after it failed
+
+
+def test_the_registry_parser_is_batched(tmp_path, monkeypatch):
+    """The batch path is the one a real ingest takes: fewer request queries than request files."""
+    from sources import requests, requests_many
+
+    landing = write_files(tmp_path / "landing", {f"telemetry/requests/{k:02d}.jsonl": _calls(f"r{k}-", 3) for k in range(10)})
+    real, calls = requests.run_lines, []
+
+    def counted(table, ctx, allow_empty=False):
+        calls.append(table.num_rows)
+        return real(table, ctx, allow_empty)
+
+    monkeypatch.setattr(requests_many.requests, "run_lines", counted)
+    summary, tables = _ingest(landing, tmp_path / "w.duckdb", monkeypatch, 64)
+    assert [f.rows_loaded for f in summary.files] == [3] * 10
+    assert calls == [30]  # one query for the ten files

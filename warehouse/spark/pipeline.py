@@ -1,0 +1,229 @@
+"""`thinktax run --engine spark`: the same run with the SQL models built on Apache Spark.
+
+What runs where (docs/operations.md, "Spark engine"):
+
+1. ingest, de-duplication, quarantine and the per-file accounting run as on DuckDB (the same
+   parsers from sources/, into the DuckDB build file at ``--warehouse``: ops.* and stg.*); the
+   incremental plan is made there by the same code (warehouse/incremental.py);
+2. the staging and ops tables are written as Parquet under the Spark warehouse and registered in
+   the Spark catalog (databases ``stg``, ``ops``);
+3. every core and mart model is built on Spark from its rendered SQL (warehouse/spark/build.py):
+   full models re-created, incremental ones by dynamic partition overwrite of the planned days;
+4. the SQL checks (sql/checks) are rendered and run on Spark; any offending row fails the run
+   before the DuckDB build is published;
+5. the DuckDB build (ingest bookkeeping and staging) is published as on DuckDB.
+
+A local session (no ``--spark-remote``) has an in-memory catalog that ends with the process, so
+each local run builds every model in full from staging (its Parquet tables are re-created under
+the Spark warehouse directory). Replacing only the planned days by partition overwrite needs a
+catalog that keeps the tables between runs: a cluster reached through Spark Connect (its
+metastore / Unity / Glue catalog), or one long-lived session (as in tests/spark/). A Derby-backed
+Hive metastore was tried for local runs and took 100+ s to start on this 2-core machine.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from warehouse import comments, incremental
+from warehouse.checks import load_checks
+from warehouse.db import Build
+from warehouse.ingest import Ingestor
+from warehouse.spark.render import to_spark
+
+
+@dataclass
+class SparkRun:
+    build_id: str
+    scope: incremental.Scope
+    tables: dict[str, tuple[int, float]] = field(default_factory=dict)
+    failed_checks: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    files_new: int = 0
+    local: bool = False  # a local session: every model rebuilt from staging (no catalog survives)
+    economics: dict[str, int] = field(default_factory=dict)  # Python marts -> rows
+    alert: dict[str, object] = field(default_factory=dict)  # the alert's outcome (services.alert.Outcome)
+
+
+def _alert(con, config, as_of, say, evaluate) -> dict[str, object]:  # noqa: ANN001
+    """The break-even and budget alert, as on a DuckDB run: it never fails the data run."""
+    try:
+        outcome = evaluate(con, config, as_of=as_of)
+    except Exception as exc:  # noqa: BLE001 - as pipelines/defs/alerts.py
+        say(f"alert: evaluation failed; the warehouse is published anyway: {type(exc).__name__}: {exc}")
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    meta = outcome.as_metadata()
+    say("alert: " + ", ".join(f"{k} {v}" for k, v in meta.items() if not isinstance(v, list | dict)))
+    return meta
+
+
+def local_session(spark_warehouse: Path):  # noqa: ANN201
+    """A local[2] session whose tables live under ``spark_warehouse`` (in-memory catalog)."""
+    from warehouse.spark.build import session  # noqa: PLC0415
+
+    spark_warehouse.mkdir(parents=True, exist_ok=True)
+    return session(warehouse_dir=str(spark_warehouse))
+
+
+def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
+    """Register the Parquet tables a local run left under ``spark_warehouse`` in this session's
+    (in-memory) catalog, for `thinktax sql --engine spark`; returns them. Partitions are found
+    from the folder layout (``day=.../``); the view models (``marts.cost_per_task``, the old name of
+    ``marts.task_cost_breakdown``) are re-created over them."""
+    from warehouse.sqlmodel import load_models  # noqa: PLC0415
+
+    from warehouse.spark.build import Target, render  # noqa: PLC0415
+
+    out = []
+    models = load_models()
+    keys = {m.table: m.key_column for m in models}
+    for t in sorted((spark_warehouse / "_staging").glob("*.*")):  # first: the models read them
+        schema, name = t.name.split(".", 1)
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+        if not spark.catalog.tableExists(f"{schema}.{name}"):
+            spark.sql(f"CREATE TABLE {schema}.{name} USING parquet LOCATION '{t}'")
+            out.append(f"{schema}.{name}")
+    empty: dict[str, Path] = {}
+    for db_dir in sorted(spark_warehouse.glob("*.db")):
+        db = db_dir.name[:-3]
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+        for t in sorted(p for p in db_dir.iterdir() if p.is_dir()):
+            name = f"{db}.{t.name}"
+            if spark.catalog.tableExists(name):
+                continue
+            if not any(t.rglob("*.parquet")):  # an empty partitioned table has no file to infer a schema from
+                empty[name] = t
+                continue
+            key = keys.get(name)
+            spark.sql(f"CREATE TABLE {name} USING parquet LOCATION '{t}'")  # schema and partitions inferred
+            if key:
+                spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+            out.append(name)
+    # an empty model table: its schema is its SQL's, rendered over the tables registered so far
+    # (dependency order); an empty table that is no model cannot be typed and stays unregistered
+    for m in models:
+        if m.table in empty and all(spark.catalog.tableExists(d) for d in m.deps):
+            fields = spark.sql(render(m, spark, Target(), None, full=True)).schema.fields
+            cols = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in fields)
+            part = f" PARTITIONED BY ({m.key_column})" if m.key_column else ""
+            spark.sql(f"CREATE TABLE {m.table} ({cols}) USING parquet{part} LOCATION '{empty[m.table]}'")
+            out.append(m.table)
+    # the view models (marts.cost_per_task) are re-created over the tables just registered
+    for m in models:
+        if m.view and not spark.catalog.tableExists(m.table) and all(spark.catalog.tableExists(d) for d in m.deps):
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {m.schema}")
+            spark.sql(f"CREATE VIEW {m.table} AS {render(m, spark, Target(), None, full=True)}")
+            out.append(m.table)
+    return out
+
+
+def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=None, remote: str | None = None,  # noqa: ANN001, C901, PLR0915
+        spark_warehouse: Path | None = None, days: list[dt.date] | None = None, full: bool = False,
+        config=None, as_of: dt.date | None = None, progress: Callable[[str], None] | None = None,
+        economics_models: Sequence = (), evaluate_alert: Callable | None = None) -> SparkRun:
+    """One run (the module doc). ``config`` (services.config.Config): the alert's settings; without
+    it or without ``evaluate_alert`` (services.alert.evaluate) the alert is not evaluated.
+    ``economics_models``: the Python marts to build (pipelines.defs.economics_assets.ECONOMICS).
+    Both are passed in by the caller (thinktax/commands/run.py) because this module sits below
+    services/ and pipelines/ in the layers (pyproject.toml, tests/test_layers.py). ``progress``:
+    called with one line per step."""
+    from warehouse.spark import economics  # noqa: PLC0415
+    from warehouse.spark.build import build_all, load_staging, session  # noqa: PLC0415
+
+    say = progress or (lambda _line: None)
+    t0 = time.perf_counter()
+    build_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    b = Build(warehouse, build_id)
+    b.start(settings)
+    spark_warehouse = spark_warehouse or warehouse.parent / "spark"
+    local = spark is None and not remote
+    try:
+        if spark is None:
+            say(f"spark: starting {'a session on ' + remote if remote else 'a local[2] session'}")
+            spark = session(remote) if remote else local_session(spark_warehouse)
+        out = SparkRun(build_id, None, local=local)  # type: ignore[arg-type]
+        out.seconds["session"] = time.perf_counter() - t0
+        with b.connect() as con:
+            t = time.perf_counter()
+            say(f"ingest: {landing} (DuckDB, build {build_id})")
+            summary = Ingestor(con, landing).ingest()
+            out.files_new = sum(1 for f in summary.files if f.status == "loaded")
+            # the plan sees the tables where the models live: Spark's catalog (none survive a local session)
+            present = set() if local else _spark_tables(spark)
+            out.scope = scope = incremental.plan(con, build_id, extra_days=days, full=full, present=present)
+            out.seconds["ingest_and_plan"] = time.perf_counter() - t
+            say(f"ingest: {out.files_new} new file(s); plan: "
+                + (f"full ({scope.reason})" if scope.full else f"incremental, {len(scope.days)} day(s)"))
+            if local:  # no catalog survives the last process: start the model tables afresh
+                for db in ("core", "marts"):
+                    shutil.rmtree(spark_warehouse / f"{db}.db", ignore_errors=True)
+            t = time.perf_counter()
+            say("staging: DuckDB -> Parquet -> Spark")
+            load_staging(spark, con, str(spark_warehouse) + "/_staging")
+            out.seconds["staging_to_spark"] = time.perf_counter() - t
+            t = time.perf_counter()
+            out.tables = build_all(spark, None if local else scope,
+                                   progress=lambda table, rows, secs: say(f"built {table}: {rows:,d} rows in {secs:.1f} s"))
+            _record_builds(con, None if local else scope, build_id)
+            out.seconds["models"] = time.perf_counter() - t
+            t = time.perf_counter()
+            for check in load_checks():
+                n = spark.sql(to_spark(check.sql, path=f"sql/checks/{check.name}.sql")).count()
+                if n:
+                    out.failed_checks[check.name] = n
+            out.seconds["checks"] = time.perf_counter() - t
+            say(f"checks: {len(out.failed_checks)} failed" if out.failed_checks else "checks: passed")
+            if not out.failed_checks:
+                # economics (models/) in Python on the small rows, in the DuckDB build; then back to Spark
+                t = time.perf_counter()
+                say("economics: marts and their inputs Spark -> DuckDB build")
+                economics.to_duckdb(spark, con, str(spark_warehouse) + "/_to_duckdb", remote=bool(remote))
+                out.economics = economics.build_economics(con, economics_models, log_line=say)
+                economics.to_spark(spark, con, list(out.economics), str(spark_warehouse) + "/_economics", remote=bool(remote))
+                say("economics: " + ", ".join(f"{k} {n} rows" for k, n in out.economics.items()))
+                out.seconds["economics"] = time.perf_counter() - t
+                if config is not None and evaluate_alert is not None:
+                    out.alert = _alert(con, config, as_of, say, evaluate_alert)
+                economics.drop_per_call(con)
+                comments.apply(con)
+        if out.failed_checks:  # not published: readers keep the last good build
+            b.abandon()
+            return out
+        say(f"publish: {warehouse}")
+        b.publish(files_new=out.files_new, landing=str(landing))
+        out.seconds["total"] = time.perf_counter() - t0
+        return out
+    except BaseException:
+        b.abandon()
+        raise
+
+
+def _spark_tables(spark) -> set[str]:  # noqa: ANN001
+    """'schema.table' of every core and mart table in the Spark catalog."""
+    out = set()
+    for db in ("core", "marts"):
+        if spark.catalog.databaseExists(db):
+            out |= {f"{db}.{t.name}" for t in spark.catalog.listTables(db)}
+    return out
+
+
+def _record_builds(con, scope, build_id: str) -> None:  # noqa: ANN001
+    """ops.model_builds as after a DuckDB build: what each Spark table was built from (the next
+    plan compares its SQL and settings)."""
+    from warehouse.sqlmodel import load_models  # noqa: PLC0415
+
+    for m in load_models():
+        if m.view:
+            mode, n = "view", 0
+        elif scope is None or scope.is_full(m.table) or m.incremental is None:
+            mode, n = "full", 0
+        else:
+            mode, n = "incremental", len(scope.model_days(m.halo))
+        incremental.record(con, m.table, m.sql, mode, n, build_id)
