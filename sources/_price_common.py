@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sources.base import ParseContext, Parsed, Reject, date_in_name
+from sources.base import ParseContext, Parsed, Reject, date_in_name, rate_decimal
 
 # A plain decimal number: no thousands separators, no decimal comma, no NaN/Inf, no currency sign.
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -60,7 +60,7 @@ def usd_rate(currency: str, fx_usd_per_unit: Mapping[str, object]) -> Decimal | 
         return Decimal(1)
     for k, v in fx_usd_per_unit.items():
         if str(k).strip().upper() == currency:
-            rate = v if isinstance(v, Decimal) else Decimal(repr(v) if isinstance(v, float) else str(v))
+            rate = rate_decimal(v)
             if not rate.is_finite() or rate <= 0:
                 return None
             return rate

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from decimal import Decimal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -101,6 +102,16 @@ class SourceSpec:
         loaded row is a duplicate; same key, other values is quarantined as 'conflicting_duplicate'.
         None: no key (catalog snapshots; newest file wins)."""
         return contract.table(self.table).key
+
+def rate_decimal(rate: object) -> Decimal:
+    """An FX rate from ``ParseContext.fx_usd_per_unit`` as a Decimal. The rates of fx/ files come
+    from stg.fx_rates as Decimals (kept as they are); a float given by a caller is taken by its
+    shortest repr (``1.08`` -> ``Decimal('1.08')``, the number as written, not the binary
+    expansion); anything else by its text."""
+    if isinstance(rate, Decimal):
+        return rate
+    return Decimal(repr(rate) if isinstance(rate, float) else str(rate))
+
 
 _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 

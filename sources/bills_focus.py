@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from sources import contract
-from sources.base import ParseContext, Parsed, Reject, SourceFormatError, head_text
+from sources.base import ParseContext, Parsed, Reject, SourceFormatError, head_text, rate_decimal
 from sources.base import SourceSpec
 
 SCALE = 10  # DECIMAL(38,10)
@@ -284,7 +284,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     for cur in currencies:
         rate = 1.0 if cur == "USD" else ctx.fx_usd_per_unit.get(cur, ctx.fx_usd_per_unit.get(cur.lower()))
         if rate is not None:
-            rates[cur] = Decimal(repr(rate)).quantize(Decimal("1e-9"))
+            rates[cur] = rate_decimal(rate).quantize(Decimal("1e-9"))
     out = out.with_columns(
         pl.col("billing_currency").replace_strict(
             list(rates), list(rates.values()), default=None, return_dtype=pl.Decimal(18, 9)

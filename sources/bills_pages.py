@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
 from typing import Any
 
-from sources.base import SourceFormatError
+from sources.base import SourceFormatError, rate_decimal
 
 # API amounts are kept to 1e-12 (DECIMAL(38,12) in stg.*_costs).
 USD_QUANTUM = Decimal("1e-12")
@@ -196,8 +196,7 @@ def fx_rate(currency: str, fx_usd_per_unit: dict[str, float], label: str) -> Dec
     rate = fx_usd_per_unit.get(currency, fx_usd_per_unit.get(currency.lower()))
     if rate is None:
         raise FieldError(label, f"currency {currency} has no FX rate (only USD is accepted without one)")
-    # The context carries rates as floats; their shortest repr is the rate as written.
-    return Decimal(repr(rate)).quantize(FX_QUANTUM, rounding=ROUND_HALF_EVEN)
+    return rate_decimal(rate).quantize(FX_QUANTUM, rounding=ROUND_HALF_EVEN)
 
 
 def to_usd(amount: Decimal, rate: Decimal) -> Decimal:

@@ -180,6 +180,17 @@ def _eur_converted_from_fx_file(con: duckdb.DuckDBPyConnection) -> None:
     assert got == [(Decimal("2.16"), Decimal("5.40"), "USD")]
 
 
+def _bills_converted_from_fx_file(con: duckdb.DuckDBPyConnection) -> None:
+    # the rate file's EUR 1 = USD 1.08 reaches the bill parsers as stg.fx_rates holds it (a Decimal):
+    # OpenAI cost lines EUR 0.2 and 0.01 -> USD 0.216 and 0.0108; the FOCUS line's BilledCost
+    # EUR 0.12 -> USD 0.1296 and its ListUnitPrice EUR 2 -> USD 2.16
+    got = sorted(con.sql("SELECT amount, amount_usd, currency, fx_usd_per_unit FROM stg.openai_costs").fetchall())
+    assert got == [(Decimal("0.01"), Decimal("0.0108"), "EUR", Decimal("1.08")),
+                   (Decimal("0.2"), Decimal("0.216"), "EUR", Decimal("1.08"))]
+    got = con.sql("SELECT billed_cost_usd, list_unit_price_usd, billing_currency, fx_usd_per_unit FROM stg.focus_costs").fetchall()
+    assert got == [(Decimal("0.1296"), Decimal("2.16"), "EUR", Decimal("1.08"))]
+
+
 CASES = [
     # ---- per-request telemetry (sources/requests.py)
     Case("req_three_usage_shapes", "requests", {REQ + "calls.jsonl": Out("loaded", 3, 3)}, check=_usage_shapes),
@@ -340,6 +351,12 @@ CASES = [
     Case("llm_csv_eur_fx_file_in_landing", "prices_llm", {
         "fx/rates.2025-06-01.csv": Out("loaded", 1, 1),
         LLM + "eur.2025-06-01.csv": Out("loaded", 1, 1)}, check=_eur_converted_from_fx_file),
+    # bills in EUR with the rate file in the landing folder (before the fix: a crash of the whole run,
+    # decimal.InvalidOperation on the Decimal rate read back from stg.fx_rates)
+    Case("bills_in_eur_with_fx_file", "bills_openai", {
+        "fx/rates.2025-06-01.csv": Out("loaded", 1, 1),
+        "bills/openai/costs__2025-06-01__p1.json": Out("loaded", 2, 2),
+        "bills/focus/llm_api_eur_2025-06-02_03.csv": Out("loaded", 1, 1)}, check=_bills_converted_from_fx_file),
     # a NaN sample is not loaded but accounted for: quarantined with its reason
     Case("prom_nan_sample_is_accounted", "prometheus", {
         MET + "gpu-a__2025-07-01T10-00-00Z.prom": Out("loaded", 3, 2, 0, 1)}),
