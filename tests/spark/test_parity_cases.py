@@ -3,19 +3,20 @@
 The demo has none of issue 14's pricing modifiers (service tiers, batch, long context, 1-hour
 cache writes, regional uplift, per-request fees, Gemini's usage shape) and none of the bad-input
 corpus's oddities, so the demo parity (test_parity.py) leaves those branches of the SQL
-unexercised on Spark. Here two landings are ingested by DuckDB, built by both engines from the
+unexercised on Spark. Here one landing is ingested by DuckDB, built by both engines from the
 same staging, and compared table by table (conftest.compare: DECIMAL and integers exact, floats
-within 1e-9):
+within 1e-9). It holds:
 
-* the pricing-rules landing of tests/test_pricing_rules.py (the real LiteLLM snapshot of
+* every case of the bad-input corpus (tests/corpus/, README there) side by side (each case's
+  files under its own name; its LLM price sheets left out, see below), so quarantines, conflicts, re-exports, bills in USD and EUR, FOCUS,
+  Prometheus counter resets, OTel spans and catalog rows all reach the models;
+* the pricing-rules files of tests/test_pricing_rules.py (the real LiteLLM snapshot of
   2026-07-24, one call per published rule), whose per-call costs are also asserted on Spark's
-  own core.call_costs against the figures worked by hand there;
-* every case of the bad-input corpus (tests/corpus/, README there) landed side by side in one
-  folder (each case's files under its own name), so quarantines, conflicts, re-exports, bills,
-  FOCUS, Prometheus counter resets and catalog rows all reach the models.
+  own core.call_costs against the figures worked by hand there. The corpus's own LLM price
+  sheets are left out of this landing: some name the same models and would re-price the calls.
 
-Each landing's tables live in their own Spark databases (``<prefix>_stg``, ``<prefix>_core``, ...),
-beside the session-wide scenario of conftest.py.
+Its tables live in their own Spark databases (``cx_stg``, ``cx_core``, ...), beside the
+session-wide scenario of conftest.py.
 """
 
 from __future__ import annotations
@@ -52,73 +53,66 @@ def _both_engines(spark, landing: Path, root: Path, prefix: str):  # noqa: ANN00
 
 
 @pytest.fixture(scope="module")
-def pricing(spark, tmp_path_factory):  # noqa: ANN001, ANN201
+def landed(spark, tmp_path_factory):  # noqa: ANN001, ANN201
+    """One landing: every corpus case side by side (each file renamed ``<case>__<name>``) plus the
+    pricing-rules files. One Spark build serves both (a build of the 26 models is ~1 min of fixed
+    cost on local[2])."""
     from tests import test_pricing_rules as pr  # noqa: PLC0415
 
-    root = tmp_path_factory.mktemp("spark_pricing")
-    landing = root / "landing"
-    (landing / "prices" / "llm").mkdir(parents=True)
-    (landing / "telemetry" / "requests").mkdir(parents=True)
-    shutil.copyfile(pr.REAL, landing / "prices" / "llm" / pr.REAL.name)
-    (landing / "prices" / "llm" / "acme.2026-07-01.csv").write_text(pr.CSV)
-    (landing / "telemetry" / "requests" / "calls.jsonl").write_text("\n".join(json.dumps(c) for c in pr.CALLS) + "\n")
-    (landing / "telemetry" / "requests" / "batch_output.jsonl").write_text(json.dumps(pr.OPENAI_BATCH) + "\n")
-    (landing / "telemetry" / "requests" / "msgbatch_results.2026-07-30.jsonl").write_text(json.dumps(pr.ANTHROPIC_BATCH) + "\n")
-    con, target, equal = _both_engines(spark, landing, root, "pr")
-    yield con, target, equal
-    con.close()
-
-
-def test_pricing_rules_every_table_equals_duckdb_on_spark(pricing):
-    _con, _target, equal = pricing
-    bad = {t: why for t, (ok, why) in equal.items() if not ok}
-    assert not bad, bad
-
-
-def test_pricing_rules_hand_worked_costs_come_out_of_spark(pricing, spark):
-    from tests.test_pricing_rules import EXPECTED  # noqa: PLC0415
-
-    _con, target, _equal = pricing
-    got = {r[0]: tuple(r[1:]) for r in spark.sql(
-        "SELECT request_id, cost_usd, price_basis, cost_at_standard_usd "
-        f"FROM {target.table('core.call_costs')}").collect()}
-    assert set(got) == set(EXPECTED)
-    for rid, (cost, basis, std) in EXPECTED.items():
-        assert got[rid] == (D(cost), basis, D(std)), rid
-    # flags travel too: scale has no rate on the sheet (priced at standard, flagged)
-    (flag, note), = spark.sql(f"SELECT tier_priced_as_standard, price_note FROM {target.table('core.call_costs')} "
-                              "WHERE request_id = 'scale_tier'").collect()
-    assert (flag, note) == (True, "service tier scale has no rate on the sheet: priced at standard")
-    # marts.price_basis_mix on Spark: o3 flex saved 0.038 - 0.019 = 0.019
-    (row,) = spark.sql(f"SELECT calls, cost_usd, cost_at_standard_usd, premium_usd FROM {target.table('marts.price_basis_mix')} "
-                       "WHERE model = 'o3' AND price_basis = 'flex'").collect()
-    assert tuple(row) == (1, D("0.019"), D("0.038"), D("-0.019"))
-
-
-@pytest.fixture(scope="module")
-def corpus(spark, tmp_path_factory):  # noqa: ANN001, ANN201
-    root = tmp_path_factory.mktemp("spark_corpus")
+    root = tmp_path_factory.mktemp("spark_cases")
     landing = root / "landing"
     cases = sorted(p for p in (REPO / "tests" / "corpus").iterdir() if p.is_dir())
     for case in cases:
         for f in case.rglob("*"):
-            if f.is_file():
-                rel = f.relative_to(case)
+            rel = f.relative_to(case)
+            # the corpus's LLM price sheets would re-price the hand-worked calls (its sheets name
+            # some of the same models); the real snapshot prices every call instead
+            if f.is_file() and rel.parts[:2] != ("prices", "llm"):
                 dest = landing / rel.parent / f"{case.name}__{rel.name}"
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, dest)
+    llm, req = landing / "prices" / "llm", landing / "telemetry" / "requests"
+    llm.mkdir(parents=True)
+    shutil.copyfile(pr.REAL, llm / pr.REAL.name)
+    (llm / "acme.2026-07-01.csv").write_text(pr.CSV)
+    (req / "pricing_calls.jsonl").write_text("\n".join(json.dumps(c) for c in pr.CALLS) + "\n")
+    (req / "pricing_batch_output.jsonl").write_text(json.dumps(pr.OPENAI_BATCH) + "\n")
+    (req / "pricing_msgbatch_results.2026-07-30.jsonl").write_text(json.dumps(pr.ANTHROPIC_BATCH) + "\n")
     con, target, equal = _both_engines(spark, landing, root, "cx")
     yield con, target, equal, len(cases)
     con.close()
 
 
-def test_bad_input_corpus_every_table_equals_duckdb_on_spark(corpus):
-    con, _target, equal, n_cases = corpus
+def test_every_table_equals_duckdb_on_spark(landed):
+    con, _target, equal, n_cases = landed
     assert n_cases >= 45
     # the landing reached the models: quarantined rows, calls and bill lines are there
     (quarantined, calls, bill_lines), = con.execute(
         "SELECT (SELECT count(*) FROM ops.quarantine), (SELECT count(*) FROM core.calls), "
-        "(SELECT count(*) FROM stg.openai_costs) + (SELECT count(*) FROM stg.anthropic_costs) + (SELECT count(*) FROM stg.focus_costs)").fetchall()
-    assert quarantined > 50 and calls > 20 and bill_lines > 10, (quarantined, calls, bill_lines)
+        "(SELECT count(*) FROM stg.openai_costs) + (SELECT count(*) FROM stg.anthropic_costs) "
+        "+ (SELECT count(*) FROM stg.focus_costs)").fetchall()
+    assert quarantined > 50 and calls > 50 and bill_lines > 10, (quarantined, calls, bill_lines)
     bad = {t: why for t, (ok, why) in equal.items() if not ok}
     assert not bad, bad
+
+
+def test_pricing_rules_hand_worked_costs_come_out_of_spark(landed, spark):
+    from tests.test_pricing_rules import EXPECTED  # noqa: PLC0415
+
+    _con, target, _equal, _n = landed
+    calls = target.table("core.call_costs")
+    ids = ", ".join(f"'{r}'" for r in EXPECTED)
+    got = {r[0]: tuple(r[1:]) for r in spark.sql(
+        f"SELECT request_id, cost_usd, price_basis, cost_at_standard_usd FROM {calls} WHERE request_id IN ({ids})").collect()}
+    assert set(got) == set(EXPECTED)
+    for rid, (cost, basis, std) in EXPECTED.items():
+        assert got[rid] == (D(cost), basis, D(std)), rid
+    # flags travel too: scale has no rate on the sheet (priced at standard, flagged)
+    (flag, note), = spark.sql(f"SELECT tier_priced_as_standard, price_note FROM {calls} "
+                              "WHERE request_id = 'scale_tier'").collect()
+    assert (flag, note) == (True, "service tier scale has no rate on the sheet: priced at standard")
+    # marts.price_basis_mix on Spark: o3 flex (pricing_calls.jsonl's only flex o3 call on 2026-07-30)
+    # saved 0.038 - 0.019 = 0.019
+    (row,) = spark.sql(f"SELECT calls, cost_usd, cost_at_standard_usd, premium_usd FROM {target.table('marts.price_basis_mix')} "
+                       "WHERE model = 'o3' AND price_basis = 'flex' AND day = DATE '2026-07-30'").collect()
+    assert tuple(row) == (1, D("0.019"), D("0.038"), D("-0.019"))
