@@ -32,6 +32,9 @@ from tests.spark.conftest import compare
 
 REPO = Path(__file__).resolve().parents[2]
 
+# Spark builds on local[2]: minutes on a loaded 2-core machine (the scenario fixture alone took >600 s at load 9)
+pytestmark = pytest.mark.timeout(1800)
+
 
 def _targets(prefix: str):  # noqa: ANN202
     from warehouse.spark.build import Target  # noqa: PLC0415

@@ -121,21 +121,101 @@ def render(model: SqlModel, spark, target: Target, scope: Scope | None, *, full:
     return to_spark(sql, path=model.path, schema=_schema(spark, target, model.deps), databases=target.mapping())
 
 
-def build(spark, model: SqlModel, scope: Scope | None = None, target: Target = Target()) -> int:  # noqa: ANN001
-    """(Re)build one model on Spark; returns its row count."""
+class Journal:
+    """What a run changed in the Spark tables, so that it can be undone: the publish guarantee on
+    Spark (docs/operations.md, "Publish guarantee on Spark").
+
+    * A full model is built as ``<table>__new`` and swapped in by two renames (the old table
+      becomes ``<table>__prev``), so a reader sees the old table or the new one, whole.
+    * An incremental model's planned days are first copied to ``<table>__prevdays``; the new rows
+      of those days are written to ``<table>__newdays`` and put in by ``INSERT OVERWRITE``
+      (dynamic partition overwrite: each day replaced as a unit); a planned day that no longer
+      has rows is dropped after that, never before.
+
+    ``commit()`` (after the checks passed and the run was published) drops the ``__prev`` tables;
+    ``rollback()`` (a check failed, or the run failed) puts every table back as it was."""
+
+    def __init__(self, spark) -> None:  # noqa: ANN001
+        self.spark = spark
+        self.undo: list[tuple[str, str]] = []  # (kind, table), in the order done
+        self.prev_days: dict[str, tuple[str, list[str]]] = {}  # table -> (key, planned units 'YYYY-MM-DD')
+
+    def commit(self) -> None:
+        for kind, table in self.undo:
+            if kind in ("swapped", "days"):
+                _drop(self.spark, f"{table}__prev" if kind == "swapped" else f"{table}__prevdays")
+        self.undo.clear()
+
+    def rollback(self) -> None:
+        spark = self.spark
+        for kind, table in reversed(self.undo):
+            if kind == "created":  # there was no such table before this run
+                _drop(spark, table)
+            elif kind == "swapped":
+                _drop(spark, table)
+                _rename(spark, f"{table}__prev", table)
+            elif kind == "days":
+                key, units = self.prev_days[table]
+                cols = ", ".join(f"`{c}`" for c in spark.table(table).columns)
+                if units:
+                    parts = ", ".join(f"PARTITION ({key} = DATE '{u}')" for u in units)
+                    spark.sql(f"ALTER TABLE {table} DROP IF EXISTS {parts}")
+                spark.sql(f"INSERT INTO {table} SELECT {cols} FROM {table}__prevdays")
+                _drop(spark, f"{table}__prevdays")
+        self.undo.clear()
+
+
+def _rename(spark, table: str, to: str) -> None:  # noqa: ANN001
+    """ALTER TABLE ... RENAME TO, then the partitions found again where the table's folder now is:
+    Spark's in-memory catalog moves a managed table's folder but keeps the old partition locations
+    (a renamed partitioned table reads as empty without this; a Hive metastore updates them)."""
+    spark.sql(f"ALTER TABLE {table} RENAME TO {to}")
+    if any(c.isPartition for c in spark.catalog.listColumns(to)):
+        spark.sql(f"MSCK REPAIR TABLE {to} SYNC PARTITIONS")
+
+
+def _swap_in(spark, table: str, new: str, journal: Journal | None) -> None:  # noqa: ANN001
+    """``new`` takes the name ``table``; the old table is kept as ``<table>__prev`` until the
+    journal commits (dropped at once without a journal)."""
+    if _kind(spark, table) is None:
+        _rename(spark, new, table)
+        if journal is not None:
+            journal.undo.append(("created", table))
+        return
+    _drop(spark, f"{table}__prev")
+    _rename(spark, table, f"{table}__prev")
+    _rename(spark, new, table)
+    if journal is not None:
+        journal.undo.append(("swapped", table))
+    else:
+        _drop(spark, f"{table}__prev")
+
+
+def build(spark, model: SqlModel, scope: Scope | None = None, target: Target = Target(),  # noqa: ANN001
+          journal: Journal | None = None) -> int:
+    """(Re)build one model on Spark; returns its row count. With a ``journal`` the change can be
+    undone until it commits (Journal)."""
     table = target.table(model.table)
     if model.view:
         if _kind(spark, table) not in (None, "VIEW"):
             _drop(spark, table)
         spark.sql(f"CREATE OR REPLACE VIEW {table} AS {render(model, spark, target, scope, full=True)}")
     elif scope is None or scope.is_full(model.table) or model.incremental is None or _kind(spark, table) is None:
-        _drop(spark, table)
         sql = render(model, spark, target, scope, full=True)
         part = ""
         if model.incremental:  # Spark puts the partition column last: the SQL's order is kept as a property
             order = ",".join(spark.sql(sql).columns)
             part = f" PARTITIONED BY ({model.key_column}) TBLPROPERTIES ('{COLUMNS_PROPERTY}' = '{order}')"
-        spark.sql(f"CREATE TABLE {table} USING parquet{part} AS {sql}")
+        if _kind(spark, table) == "VIEW":
+            _drop(spark, table)
+        if _kind(spark, table) is None:  # nothing to swap with: no reader can see it half-built
+            spark.sql(f"CREATE TABLE {table} USING parquet{part} AS {sql}")
+            if journal is not None:
+                journal.undo.append(("created", table))
+        else:
+            _drop(spark, f"{table}__new")
+            spark.sql(f"CREATE TABLE {table}__new USING parquet{part} AS {sql}")
+            _swap_in(spark, table, f"{table}__new", journal)
     else:
         key = model.key_column
         days = scope.model_days(model.halo)
@@ -143,24 +223,37 @@ def build(spark, model: SqlModel, scope: Scope | None = None, target: Target = T
         where = incremental.render(f"core.in_build_{model.incremental}s({key})", scope, full=False, halo=model.halo)
         sql = render(model, spark, target, scope, full=False)
         cols = [f.name for f in spark.table(table).schema.fields]
-        if units:  # a planned day that no longer has rows must not keep its old ones
-            parts = ", ".join(f"PARTITION ({key} = DATE '{u.isoformat()}')" for u in units)
-            spark.sql(f"ALTER TABLE {table} DROP IF EXISTS {parts}")
         select = ", ".join(f"`{c}`" for c in cols)
-        spark.sql(f"INSERT OVERWRITE TABLE {table} PARTITION ({key}) "
+        in_units = f"{key} IN ({', '.join(repr(u.isoformat()) for u in units)})" if units else "false"
+        if journal is not None:  # the planned days as they were, to undo
+            _drop(spark, f"{table}__prevdays")
+            spark.sql(f"CREATE TABLE {table}__prevdays USING parquet AS SELECT {select} FROM {table} WHERE {in_units}")
+            journal.prev_days[table] = (key, [u.isoformat() for u in units])
+            journal.undo.append(("days", table))
+        # the new rows of the planned days, written once, then put in day by day
+        _drop(spark, f"{table}__newdays")
+        spark.sql(f"CREATE TABLE {table}__newdays USING parquet AS "
                   f"SELECT {select} FROM ({sql}) AS _m WHERE {to_spark(where, path=model.path)}")
+        spark.sql(f"INSERT OVERWRITE TABLE {table} PARTITION ({key}) SELECT {select} FROM {table}__newdays")
+        kept = {r[0] for r in spark.sql(f"SELECT DISTINCT {key} FROM {table}__newdays").collect()}
+        _drop(spark, f"{table}__newdays")
+        gone = [u for u in units if u not in kept]  # a planned day that no longer has rows must not keep its old ones
+        if gone:
+            parts = ", ".join(f"PARTITION ({key} = DATE '{u.isoformat()}')" for u in gone)
+            spark.sql(f"ALTER TABLE {table} DROP IF EXISTS {parts}")
     return spark.table(table).count()
 
 
-def build_all(spark, scope: Scope | None = None, target: Target = Target(), progress=None) -> dict[str, tuple[int, float]]:  # noqa: ANN001
+def build_all(spark, scope: Scope | None = None, target: Target = Target(), progress=None,  # noqa: ANN001
+              journal: Journal | None = None) -> dict[str, tuple[int, float]]:
     """Every model in dependency order; table -> (rows, seconds). ``progress(table, rows, seconds)``
-    is called after each."""
+    is called after each. ``journal``: record the changes so the caller can undo them (Journal)."""
     for schema in ("core", "marts"):
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {target.db(schema)}")
     out = {}
     for m in load_spark_models():
         t = time.perf_counter()
-        rows = build(spark, m, scope, target)
+        rows = build(spark, m, scope, target, journal)
         out[m.table] = (rows, time.perf_counter() - t)
         log.info("%s: %d rows in %.1f s", m.table, rows, out[m.table][1])
         if progress:

@@ -100,24 +100,27 @@ def build_economics(con, models: Sequence, log_line: Callable[[str], None] = log
     return out
 
 
-def to_spark(spark, con, tables: list[str], folder: str, target=None, *, remote: bool = False) -> None:  # noqa: ANN001
+def to_spark(spark, con, tables: list[str], folder: str, target=None, *, remote: bool = False,  # noqa: ANN001
+             journal=None) -> None:  # noqa: ANN001
     """The DuckDB build's ``tables`` (the economics marts) as managed Parquet tables in Spark's
     catalog: through a Parquet file when the session reads this machine's files (local), else
-    through Arrow and the DataFrame API (Spark Connect)."""
-    from warehouse.spark.build import Target, _drop  # noqa: PLC0415
+    through Arrow and the DataFrame API (Spark Connect). Each is written as ``<table>__new`` and
+    swapped in (warehouse.spark.build.Journal: undone if the run is not published)."""
+    from warehouse.spark.build import Target, _drop, _swap_in  # noqa: PLC0415
 
     target = target or Target()
     for table in tables:
         name = target.table(table)
-        _drop(spark, name)
+        _drop(spark, f"{name}__new")
         if remote:
-            spark.createDataFrame(con.execute(f"SELECT * FROM {table}").df()).write.format("parquet").saveAsTable(name)
-            continue
-        path = os.path.join(folder, table)
-        shutil.rmtree(path, ignore_errors=True)
-        os.makedirs(path)
-        con.execute(f"COPY {table} TO '{os.path.join(path, 'data.parquet')}' (FORMAT parquet)")
-        spark.sql(f"CREATE TABLE {name} USING parquet AS SELECT * FROM parquet.`{path}`")
+            spark.createDataFrame(con.execute(f"SELECT * FROM {table}").df()).write.format("parquet").saveAsTable(f"{name}__new")
+        else:
+            path = os.path.join(folder, table)
+            shutil.rmtree(path, ignore_errors=True)
+            os.makedirs(path)
+            con.execute(f"COPY {table} TO '{os.path.join(path, 'data.parquet')}' (FORMAT parquet)")
+            spark.sql(f"CREATE TABLE {name}__new USING parquet AS SELECT * FROM parquet.`{path}`")
+        _swap_in(spark, name, f"{name}__new", journal)
     shutil.rmtree(folder, ignore_errors=True)
 
 

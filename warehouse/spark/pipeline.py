@@ -14,8 +14,12 @@ What runs where (docs/operations.md, "Spark engine"):
 5. the DuckDB build (ingest bookkeeping and staging) is published as on DuckDB.
 
 A local session (no ``--spark-remote``) has an in-memory catalog that ends with the process, so
-each local run builds every model in full from staging (its Parquet tables are re-created under
-the Spark warehouse directory). Replacing only the planned days by partition overwrite needs a
+each local run builds every model in full from staging, into a folder of its own
+(``<spark warehouse>/builds/<build id>``); the file ``<spark warehouse>/CURRENT`` names the build
+that readers (`thinktax sql --engine spark`, :func:`attach`) see, and is replaced (one atomic
+rename) only when the run is published. A failed run leaves CURRENT and the build it names as
+they were. A session with a catalog that outlives the run (Spark Connect, or one long-lived
+session) swaps each table in and can undo the run (warehouse.spark.build.Journal). Replacing only the planned days by partition overwrite needs a
 catalog that keeps the tables between runs: a cluster reached through Spark Connect (its
 metastore / Unity / Glue catalog), or one long-lived session (as in tests/spark/). A Derby-backed
 Hive metastore was tried for local runs and took 100+ s to start on this 2-core machine.
@@ -72,8 +76,39 @@ def local_session(spark_warehouse: Path):  # noqa: ANN201
     return session(warehouse_dir=str(spark_warehouse))
 
 
+CURRENT = "CURRENT"  # in the Spark warehouse folder: the name of the published local build
+
+
+def current_build(spark_warehouse: Path) -> Path:
+    """The folder of the published local build's model tables: ``builds/<id>`` named by CURRENT;
+    the Spark warehouse folder itself for a folder written before builds had folders of their own."""
+    pointer = spark_warehouse / CURRENT
+    if pointer.is_file():
+        name = pointer.read_text().strip()
+        if name and (spark_warehouse / "builds" / name).is_dir():
+            return spark_warehouse / "builds" / name
+    return spark_warehouse
+
+
+def _publish_local(spark_warehouse: Path, build_id: str) -> None:
+    """Point CURRENT at this build (write a temporary file, then one atomic rename); builds older
+    than the one it replaced are removed (that one is kept: a reader may still be on it)."""
+    builds = spark_warehouse / "builds"
+    previous = current_build(spark_warehouse)
+    tmp = spark_warehouse / f".{CURRENT}.{build_id}"
+    tmp.write_text(build_id + "\n")
+    os.replace(tmp, spark_warehouse / CURRENT)
+    for old in builds.iterdir() if builds.is_dir() else ():
+        if old.name != build_id and old != previous:
+            shutil.rmtree(old, ignore_errors=True)
+    if previous == spark_warehouse:  # the layout before builds had folders: its model tables go
+        for db in ("core", "marts"):
+            shutil.rmtree(spark_warehouse / f"{db}.db", ignore_errors=True)
+
+
 def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
-    """Register the Parquet tables a local run left under ``spark_warehouse`` in this session's
+    """Register the Parquet tables of the published local build under ``spark_warehouse`` (the
+    staging tables, and the model tables of the build CURRENT names) in this session's
     (in-memory) catalog, for `thinktax sql --engine spark`; returns them. Partitions are found
     from the folder layout (``day=.../``); the view models (``marts.cost_per_task``, the old name of
     ``marts.task_cost_breakdown``) are re-created over them."""
@@ -82,6 +117,7 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
     from warehouse.spark.build import Target, render  # noqa: PLC0415
 
     out = []
+    models_dir = current_build(spark_warehouse)
     models = load_models()
     keys = {m.table: m.key_column for m in models}
     for t in sorted((spark_warehouse / "_staging").glob("*.*")):  # first: the models read them
@@ -91,7 +127,7 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
             spark.sql(f"CREATE TABLE {schema}.{name} USING parquet LOCATION '{t}'")
             out.append(f"{schema}.{name}")
     empty: dict[str, Path] = {}
-    for db_dir in sorted(spark_warehouse.glob("*.db")):
+    for db_dir in sorted(models_dir.glob("*.db")):
         db = db_dir.name[:-3]
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
         for t in sorted(p for p in db_dir.iterdir() if p.is_dir()):
@@ -144,10 +180,15 @@ def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=No
     b.start(settings)
     spark_warehouse = spark_warehouse or warehouse.parent / "spark"
     local = spark is None and not remote
+    build_dir = spark_warehouse / "builds" / build_id  # a local run's model tables (module doc)
+    journal = None
     try:
         if spark is None:
             say(f"spark: starting {'a session on ' + remote if remote else 'a local[2] session'}")
-            spark = session(remote) if remote else local_session(spark_warehouse)
+            spark = session(remote) if remote else local_session(build_dir)
+        from warehouse.spark.build import Journal  # noqa: PLC0415
+
+        journal = None if local else Journal(spark)
         out = SparkRun(build_id, None, local=local)  # type: ignore[arg-type]
         out.seconds["session"] = time.perf_counter() - t0
         with b.connect() as con:
@@ -161,15 +202,12 @@ def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=No
             out.seconds["ingest_and_plan"] = time.perf_counter() - t
             say(f"ingest: {out.files_new} new file(s); plan: "
                 + (f"full ({scope.reason})" if scope.full else f"incremental, {len(scope.days)} day(s)"))
-            if local:  # no catalog survives the last process: start the model tables afresh
-                for db in ("core", "marts"):
-                    shutil.rmtree(spark_warehouse / f"{db}.db", ignore_errors=True)
             t = time.perf_counter()
             say("staging: DuckDB -> Parquet -> Spark")
             load_staging(spark, con, str(spark_warehouse) + "/_staging")
             out.seconds["staging_to_spark"] = time.perf_counter() - t
             t = time.perf_counter()
-            out.tables = build_all(spark, None if local else scope,
+            out.tables = build_all(spark, None if local else scope, journal=journal,
                                    progress=lambda table, rows, secs: say(f"built {table}: {rows:,d} rows in {secs:.1f} s"))
             _record_builds(con, None if local else scope, build_id)
             out.seconds["models"] = time.perf_counter() - t
@@ -186,23 +224,44 @@ def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=No
                 say("economics: marts and their inputs Spark -> DuckDB build")
                 economics.to_duckdb(spark, con, str(spark_warehouse) + "/_to_duckdb", remote=bool(remote))
                 out.economics = economics.build_economics(con, economics_models, log_line=say)
-                economics.to_spark(spark, con, list(out.economics), str(spark_warehouse) + "/_economics", remote=bool(remote))
+                economics.to_spark(spark, con, list(out.economics), str(spark_warehouse) + "/_economics",
+                                   remote=bool(remote), journal=journal)
                 say("economics: " + ", ".join(f"{k} {n} rows" for k, n in out.economics.items()))
                 out.seconds["economics"] = time.perf_counter() - t
                 if config is not None and evaluate_alert is not None:
                     out.alert = _alert(con, config, as_of, say, evaluate_alert)
                 economics.drop_per_call(con)
                 comments.apply(con)
-        if out.failed_checks:  # not published: readers keep the last good build
+        if out.failed_checks:  # not published: readers keep the last good build, in Spark too
+            _undo(journal, build_dir if local else None, say)
             b.abandon()
             return out
         say(f"publish: {warehouse}")
         b.publish(files_new=out.files_new, landing=str(landing))
+        if local:
+            _publish_local(spark_warehouse, build_id)
+        elif journal is not None:
+            journal.commit()
         out.seconds["total"] = time.perf_counter() - t0
         return out
     except BaseException:
+        _undo(journal, build_dir if local else None, say)
         b.abandon()
         raise
+
+
+def _undo(journal, build_dir: Path | None, say: Callable[[str], None]) -> None:  # noqa: ANN001
+    """A run that is not published leaves the Spark tables as they were: a local run's folder is
+    removed (CURRENT still names the last published build); a catalog's tables are put back."""
+    if build_dir is not None:
+        shutil.rmtree(build_dir, ignore_errors=True)
+        say("spark: this build's tables removed; readers keep the last published build")
+    elif journal is not None and journal.undo:
+        try:
+            journal.rollback()
+            say("spark: tables put back as they were before this run")
+        except Exception as exc:  # noqa: BLE001 - the run's own error is the one to report
+            say(f"spark: putting the tables back failed: {type(exc).__name__}: {exc}")
 
 
 def _spark_tables(spark) -> set[str]:  # noqa: ANN001
