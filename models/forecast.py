@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import gc
 import math
 import os
 import sys
@@ -297,11 +298,17 @@ def forecast_many(jobs: list[Job], *, seed: int = SEED) -> list[SeriesForecast]:
 
         from statsmodels.tsa.exponential_smoothing.ets import ETSModel  # noqa: F401, PLC0415 - before the fork
 
+        # The workers are forked from a process with other threads (DuckDB's, Dagster's): the
+        # objects that exist now are frozen, so that no worker's garbage collection finalises
+        # one of them (a database handle whose lock another thread held at the fork).
+        gc.freeze()
         try:
             with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
                 results = list(pool.map(_run_job, todo, chunksize=1))
         except (OSError, BrokenProcessPool):
             results = None  # no processes to be had: fit them here
+        finally:
+            gc.unfreeze()
     if results is None:
         results = [_run_job(job) for job in todo]
     return [results[unique[k]] for k in keys]
