@@ -165,3 +165,21 @@ def test_prepared_batch_classifies_repeats_across_files_as_one_file_at_a_time_do
     ]
     conflicts = [(r[1].rsplit("/", 1)[1], r[2]) for r in tables["ops.quarantine"] if r[4].startswith("conflicting")]
     assert sorted(conflicts) == [("m1.jsonl", 6), ("m2.jsonl", 2), ("m2.jsonl", 4), ("m5.jsonl", 2)]
+
+
+def test_a_batch_that_cannot_be_prepared_loads_file_by_file(tmp_path, monkeypatch):
+    """If de-duplicating a batch together fails in DuckDB, each file is loaded on its own instead."""
+    import duckdb
+
+    landing = write_files(tmp_path / "landing", FILES)
+    _, one = _ingest(landing, tmp_path / "one.duckdb", monkeypatch, 1)
+    tried = []
+
+    def failing(self, *args):
+        tried.append(args[0])
+        raise duckdb.InvalidInputException("simulated failure of the batch classification")
+
+    monkeypatch.setattr(ingest.Ingestor, "_classify_batch", failing)
+    _, many = _ingest(landing, tmp_path / "many.duckdb", monkeypatch, 64)
+    assert tried == ["stg.requests"]
+    assert many == one

@@ -354,7 +354,11 @@ class Ingestor:
             results = batch([(d, r) for d, r, _ in items], self.ctx)
             for (_d, r, h), result in zip(items, results, strict=True):
                 self._ahead[r] = (h, self.ctx, result)
-            self._prepare(spec, [(r, h, res) for (_d, r, h), res in zip(items, results, strict=True)])
+            try:
+                self._prepare(spec, [(r, h, res) for (_d, r, h), res in zip(items, results, strict=True)])
+            except (duckdb.Error, pa.ArrowException) as exc:  # the files load one by one, each with its own error if any
+                self._prepared = None
+                log.debug("batch of %d files not prepared together: %s", len(items), exc)
             ahead = self._ahead.pop(rel)
         result = ahead[2]
         if isinstance(result, Exception):
