@@ -44,13 +44,21 @@ Short history (stated in ``method``, never a silent zero):
 
 Everything here is floats (numpy, statsmodels); the warehouse stores the results as DECIMAL.
 statsmodels is imported inside the functions that fit (it takes ~2 s to import).
+
+Many series (the spend forecast mart: one per team, model and serving) go through
+:func:`forecast_many`: the same :func:`forecast_daily` for each, the same results, but a series
+equal to an earlier one is fitted once and the others are fitted in parallel worker processes
+(forked, one per CPU; ``THINKTAX_FORECAST_WORKERS=1`` fits them one after another here).
 """
 
 from __future__ import annotations
 
 import calendar
 import datetime as dt
+import gc
 import math
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -244,3 +252,63 @@ def forecast_daily(first_day: dt.date, values: np.ndarray | list[float], last_da
     q = np.percentile(sums, [10, 90, 2.5, 97.5], axis=1)
     bounds = [tuple(float(v) for v in q[:, j]) for j in range(len(months))]
     return SeriesForecast(method, n, bt, rows(point, bounds), tested)
+
+
+# --------------------------------------------------------------------------- many series
+Job = tuple[dt.date, np.ndarray, dt.date, int]  # forecast_daily's (first_day, values, last_day, horizon_months)
+
+
+def _run_job(job: tuple[Job, int]) -> SeriesForecast:
+    (first, y, last, horizon), seed = job
+    return forecast_daily(first, y, last, horizon, seed=seed)
+
+
+def _workers(jobs: int) -> int:
+    """Worker processes for ``jobs`` series to fit: one per CPU this process may use, at most one
+    per series; 1 (no pool) where fork is not the safe default (not Linux)."""
+    env = os.environ.get("THINKTAX_FORECAST_WORKERS", "").strip()
+    if env:
+        return max(1, min(int(env), jobs))
+    if not sys.platform.startswith("linux"):
+        return 1
+    return max(1, min(len(os.sched_getaffinity(0)), jobs))
+
+
+def forecast_many(jobs: list[Job], *, seed: int = SEED) -> list[SeriesForecast]:
+    """``forecast_daily(first_day, values, last_day, horizon_months, seed=seed)`` for each job, in order.
+
+    The results are those of calling :func:`forecast_daily` on each job (the same function on the
+    same floats, in another process: ``tests/test_forecast.py`` compares them). Jobs with equal
+    inputs are fitted once; the distinct ones that need model fits are spread over worker
+    processes forked from this one (statsmodels imported first, so that no worker imports it).
+    """
+    keys = [(first, np.asarray(y, dtype=float).tobytes(), last, horizon) for first, y, last, horizon in jobs]
+    unique: dict[tuple, int] = {}
+    for k in keys:
+        unique.setdefault(k, len(unique))
+    todo = [((first, np.frombuffer(yb, dtype=float), last, horizon), seed) for first, yb, last, horizon in unique]
+    # series with at least MIN_TRAIN_DAYS days are fitted (ETS); shorter ones are arithmetic
+    fitted = sum(1 for (first, y, last, horizon), _ in todo if len(y) >= MIN_TRAIN_DAYS and np.any(y > 0))
+    workers = _workers(fitted)
+    results: list[SeriesForecast] | None = None
+    if workers > 1:
+        import multiprocessing  # noqa: PLC0415
+        from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+        from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
+
+        from statsmodels.tsa.exponential_smoothing.ets import ETSModel  # noqa: F401, PLC0415 - before the fork
+
+        # The workers are forked from a process with other threads (DuckDB's, Dagster's): the
+        # objects that exist now are frozen, so that no worker's garbage collection finalises
+        # one of them (a database handle whose lock another thread held at the fork).
+        gc.freeze()
+        try:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                results = list(pool.map(_run_job, todo, chunksize=1))
+        except (OSError, BrokenProcessPool):
+            results = None  # no processes to be had: fit them here
+        finally:
+            gc.unfreeze()
+    if results is None:
+        results = [_run_job(job) for job in todo]
+    return [results[unique[k]] for k in keys]

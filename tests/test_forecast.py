@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from models.forecast import forecast_daily
+from models.forecast import forecast_daily, forecast_many
 from warehouse.outlook import crossing
 
 JAN1 = dt.date(2026, 1, 1)
@@ -96,3 +96,23 @@ def test_horizon_and_warn_months_come_from_thinktax_toml(tmp_path):
         load_config(p)
     # horizon 2 from Jan 5: January (under way) and February
     assert [m.month for m in forecast_daily(JAN1, [1.0] * 5, dt.date(2026, 1, 5), 2).months] == [JAN1, dt.date(2026, 2, 1)]
+
+
+def test_many_series_in_worker_processes_give_exactly_the_one_by_one_results(monkeypatch):
+    """forecast_many (the spend forecast mart's path) fits the series in forked worker processes and
+    an equal series once; every result must equal forecast_daily's on the same job, float for
+    float (dataclass ==), whatever the number of workers."""
+    rng = np.random.default_rng(3)
+    d = np.arange(60)
+    trend = 10 + 0.5 * d + rng.normal(0, 1, 60)
+    flat = 20 + rng.normal(0, 2, 60)
+    jobs = [(JAN1, trend, dt.date(2026, 3, 1), 6),
+            (JAN1, flat, dt.date(2026, 3, 1), 6),
+            (JAN1, trend.copy(), dt.date(2026, 3, 1), 6),  # equal to the first: fitted once
+            (JAN1, [10, 12, 8, 10, 10], dt.date(2026, 1, 5), 2),  # fallback_mean_rate, no fit
+            (JAN1, flat[:45], JAN1 + dt.timedelta(days=44), 3)]  # one backtest window
+    want = [forecast_daily(*job) for job in jobs]
+    assert want[0].method.startswith("ETS(A,Ad,N)") and want[3].method == "fallback_mean_rate"
+    for workers in ("2", "1"):
+        monkeypatch.setenv("THINKTAX_FORECAST_WORKERS", workers)
+        assert forecast_many(jobs) == want

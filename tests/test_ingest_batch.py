@@ -114,3 +114,72 @@ def test_the_registry_parser_is_batched(tmp_path, monkeypatch):
     summary, tables = _ingest(landing, tmp_path / "w.duckdb", monkeypatch, 64)
     assert [f.rows_loaded for f in summary.files] == [3] * 10
     assert calls == [30]  # one query for the ten files
+
+
+def _call(rid: str, prompt: int, day: int = 10) -> str:
+    return CALL.format(d=day, rid=rid, p=prompt)
+
+
+def test_prepared_batch_classifies_repeats_across_files_as_one_file_at_a_time_does(tmp_path, monkeypatch):
+    """The rows of a batch are de-duplicated together (Ingestor._prepare) but must get the verdicts
+    of file-by-file loading: a key already stored, a key first seen in an earlier file of the
+    batch, a key repeated inside one file, each with equal or other values."""
+    stored = {"telemetry/requests/0-stored.jsonl": "\n".join([_call("x0", 1), _call("x1", 1)]) + "\n"}
+    batch = {
+        # r1 twice with equal values (a duplicate), x0 as stored (duplicate), x1 with another count (conflict)
+        "telemetry/requests/m1.jsonl": "\n".join([_call("r0", 1), _call("r1", 1), _call("r1", 1), _call("r2", 1),
+                                                  _call("x0", 1), _call("x1", 2)]) + "\n",
+        # r0 as in m1 (duplicate), r2 with another count (conflict), s0 then s0 with another count (conflict)
+        "telemetry/requests/m2.jsonl": "\n".join([_call("r0", 1), _call("r2", 5), _call("s0", 1), _call("s0", 3)]) + "\n",
+        "telemetry/requests/m3-copy.jsonl": "\n".join([_call("r0", 1), _call("r1", 1), _call("r1", 1), _call("r2", 1),
+                                                       _call("x0", 1), _call("x1", 2)]) + "\n",  # m1's bytes
+        "telemetry/requests/m4-blank.jsonl": "\n\n",  # no JSON line: unreadable, inside the batch
+        # s0 as m2's first s0 (duplicate), s0 as m2's second (conflict: the stored s0 is the first), s1 new
+        "telemetry/requests/m5.jsonl": "\n".join([_call("s0", 1), _call("s0", 3), _call("s1", 1)]) + "\n",
+    }
+    results = {}
+    for batch_files in (1, 64):
+        landing = write_files(tmp_path / f"landing{batch_files}", stored)
+        monkeypatch.setattr(ingest, "BATCH_FILES", batch_files)
+        b = Build(tmp_path / f"w{batch_files}.duckdb", "t")
+        b.start(Config().settings_row())
+        with b.connect() as con:
+            ingest.Ingestor(con, landing, now=NOW).ingest()
+            write_files(landing, batch)
+            ing = ingest.Ingestor(con, landing, now=NOW)
+            summary = ing.ingest()
+            if batch_files == 64:
+                assert ing._prepared is None  # every member was loaded from the prepared batch  # noqa: SLF001
+            results[batch_files] = (
+                [(f.file.rsplit("/", 1)[1], f.status, f.rows_in, f.rows_loaded, f.rows_duplicate, f.rows_quarantined)
+                 for f in summary.files if "stored" not in f.file],
+                {t: con.execute(q).fetchall() for t, q in TABLES.items()})
+    assert results[64] == results[1]
+    files, tables = results[64]
+    assert files == [  # worked out by hand from the comments above
+        ("m1.jsonl", "loaded", 6, 3, 2, 1),
+        ("m2.jsonl", "loaded", 4, 1, 1, 2),
+        ("m3-copy.jsonl", "already_ingested", 0, 0, 0, 0),
+        ("m4-blank.jsonl", "unreadable", 1, 0, 0, 1),
+        ("m5.jsonl", "loaded", 3, 1, 1, 1),
+    ]
+    conflicts = [(r[1].rsplit("/", 1)[1], r[2]) for r in tables["ops.quarantine"] if r[4].startswith("conflicting")]
+    assert sorted(conflicts) == [("m1.jsonl", 6), ("m2.jsonl", 2), ("m2.jsonl", 4), ("m5.jsonl", 2)]
+
+
+def test_a_batch_that_cannot_be_prepared_loads_file_by_file(tmp_path, monkeypatch):
+    """If de-duplicating a batch together fails in DuckDB, each file is loaded on its own instead."""
+    import duckdb
+
+    landing = write_files(tmp_path / "landing", FILES)
+    _, one = _ingest(landing, tmp_path / "one.duckdb", monkeypatch, 1)
+    tried = []
+
+    def failing(self, *args):
+        tried.append(args[0])
+        raise duckdb.InvalidInputException("simulated failure of the batch classification")
+
+    monkeypatch.setattr(ingest.Ingestor, "_classify_batch", failing)
+    _, many = _ingest(landing, tmp_path / "many.duckdb", monkeypatch, 64)
+    assert tried == ["stg.requests"]
+    assert many == one

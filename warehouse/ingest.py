@@ -17,6 +17,13 @@ For every file under the landing folder (sorted by path):
 5. ``ops.ingested_files`` gets one row with rows_in = loaded + duplicate + quarantined.
 
 Each file is one transaction: a run killed mid-file leaves no half-registered file.
+
+Many small files of one format (the demo's 221 request files of ~1,000 calls) are parsed several
+per query (``sources/requests_many.py``) and their rows de-duplicated and checked in one go
+(:meth:`Ingestor._prepare`): one set of statements for up to :data:`BATCH_FILES` files instead of
+a dozen per file. Each file is still loaded in its own transaction, in order, when the loop
+reaches it -- a few INSERTs from the prepared rows -- with the same file_id, rows, quarantine
+rows and accounting as when it is ingested alone (``tests/test_ingest_batch.py``).
 """
 
 from __future__ import annotations
@@ -156,6 +163,32 @@ class _Folders:
         return len(self._get())
 
 
+@dataclass
+class _Prepared:
+    """Files parsed in one batch whose rows were checked and de-duplicated together
+    (:meth:`Ingestor._prepare`), kept in the temp tables ``_batch_rows`` / ``_batch_quarantine``
+    (member ``k`` = ``_file = k``) until the loop loads them, one transaction per file.
+
+    The verdicts assume the members are loaded in order, each right after the one before into
+    ``table`` (``loads``: how many files this Ingestor has committed into ``table``). A member the
+    loop reaches in any other situation (a member skipped, another file of the table in between)
+    is loaded on its own, and so are the members after it."""
+
+    table: str
+    members: list[tuple[str, Parsed]]  # (rel, parse result) in load order
+    counts: list[tuple[int, int, int]]  # per member: rows new, duplicate, quarantined
+    loads: int  # what Ingestor._loads[table] must be when the next member is loaded
+    next: int = 0  # the member to load next
+
+    def position(self, rel: str, parsed: Parsed, loads: int) -> int | None:
+        """``rel``'s member index if it may be loaded from the prepared rows now, else None."""
+        k = self.next
+        if k >= len(self.members) or loads != self.loads:
+            return None
+        m_rel, m_parsed = self.members[k]
+        return k if m_rel == rel and m_parsed is parsed else None
+
+
 class Ingestor:
     """Ingests landing files into one (build) warehouse connection."""
 
@@ -172,6 +205,10 @@ class Ingestor:
         self._queue: list[Path] = []  # the files after the one being ingested (ingest())
         # rel -> (sha256, context, parse result) of files parsed ahead with an earlier one (_parse)
         self._ahead: dict[str, tuple[str, ParseContext, Parsed | Exception]] = {}
+        # sha256 -> (file_id, file, file_mtime_ns) of every file ingested (_known): one query per run
+        self._shas: dict[str, tuple[int, str, int | None]] | None = None
+        self._loads: dict[str, int] = {}  # staging table -> files committed into it by this Ingestor
+        self._prepared: _Prepared | None = None  # files parsed ahead whose rows are classified (_prepare)
 
     @property
     def specs(self) -> list[SourceSpec]:
@@ -210,10 +247,22 @@ class Ingestor:
         return (rel, st.st_size, st.st_mtime_ns) in self._seen
 
     def _known(self, sha: str) -> list[tuple[int, str, int | None]]:
-        """(file_id, file, file_mtime_ns) of the file ingested with this content, if any."""
-        return self.con.execute(
-            "SELECT file_id, file, file_mtime_ns FROM ops.ingested_files WHERE sha256 = ?", [sha]
-        ).fetchall()
+        """(file_id, file, file_mtime_ns) of the file ingested with this content, if any. Read once
+        (the first file ingested with it), then kept up to date by every commit of this Ingestor."""
+        if self._shas is None:
+            rows = self.con.execute(
+                "SELECT sha256, file_id, file, file_mtime_ns FROM ops.ingested_files ORDER BY file_id DESC"
+            ).fetchall()
+            self._shas = {sha_: (fid, f, m) for sha_, fid, f, m in rows}  # the first file_id wins
+        hit = self._shas.get(sha)
+        return [hit] if hit else []
+
+    def _committed(self, sha: str, file_id: int, rel: str, mtime_ns: int | None, table: str | None) -> None:
+        """Bookkeeping after a file's transaction committed."""
+        if self._shas is not None:
+            self._shas.setdefault(sha, (file_id, rel, mtime_ns))
+        if table:
+            self._loads[table] = self._loads.get(table, 0) + 1
 
     def _next_file_id(self) -> int:
         return self.con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ops.ingested_files").fetchall()[0][0]
@@ -240,7 +289,9 @@ class Ingestor:
         # currency rates first, so sheets and bills landed with their rate file can be converted
         todo = sorted(todo, key=lambda p: not p.relative_to(self.landing).as_posix().startswith("fx/"))
         self._seen = self._load_seen()
+        self._shas = None
         self._ahead.clear()
+        self._prepared = None
         for i, path in enumerate(todo):
             rel = path.relative_to(self.landing).as_posix()
             if progress:
@@ -270,6 +321,8 @@ class Ingestor:
                 # Same path, same bytes, new mtime (touched, or ingested before file_mtime_ns
                 # existed): remember it, so that the next run skips the file without reading it.
                 self.con.execute("UPDATE ops.ingested_files SET file_mtime_ns = ? WHERE file_id = ?", [mtime_ns, file_id])
+                if self._shas is not None:
+                    self._shas[sha] = (file_id, file, mtime_ns)
             return FileResult(rel, "already_ingested")
         folder = folder_of(rel, folders)
         try:
@@ -301,6 +354,11 @@ class Ingestor:
             results = batch([(d, r) for d, r, _ in items], self.ctx)
             for (_d, r, h), result in zip(items, results, strict=True):
                 self._ahead[r] = (h, self.ctx, result)
+            try:
+                self._prepare(spec, [(r, h, res) for (_d, r, h), res in zip(items, results, strict=True)])
+            except (duckdb.Error, pa.ArrowException) as exc:  # the files load one by one, each with its own error if any
+                self._prepared = None
+                log.debug("batch of %d files not prepared together: %s", len(items), exc)
             ahead = self._ahead.pop(rel)
         result = ahead[2]
         if isinstance(result, Exception):
@@ -351,6 +409,7 @@ class Ingestor:
         except Exception:
             self.con.execute("ROLLBACK")
             raise
+        self._committed(sha, file_id, rel, mtime_ns, None)
         return FileResult(rel, "unreadable", rows_in=1, rows_quarantined=1, message=str(exc))
 
     def _load(self, rel: str, sha: str, folder: str, nbytes: int, mtime_ns: int | None, spec: SourceSpec,
@@ -364,6 +423,11 @@ class Ingestor:
         extra = set(incoming.column_names) - set(col_names)
         if extra:
             raise RuntimeError(f"parser {spec.format} produced columns not in {table}: {sorted(extra)}")
+        prepared = self._prepared
+        if prepared is not None:
+            k = prepared.position(rel, parsed, self._loads.get(table, 0))
+            if k is not None:
+                return self._load_prepared(prepared, k, rel, sha, folder, nbytes, mtime_ns, parsed)
         rejects = pa.Table.from_pylist(
             [{"line": r.line, "field": r.field, "reason": r.reason, "raw": r.raw} for r in parsed.rejects],
             schema=REJECTS_SCHEMA,
@@ -432,6 +496,185 @@ class Ingestor:
         finally:
             con.unregister("_incoming_arrow")
             con.unregister("_rejects_arrow")
+        self._committed(sha, file_id, rel, mtime_ns, table)
+        for w in parsed.meta.get("warnings", []):
+            log.warning("%s: %s", rel, w)
+        return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined)
+
+    def _prepare(self, spec: SourceSpec, items: list[tuple[str, str, Parsed | Exception]]) -> None:
+        """Check and de-duplicate the rows of a batch of parsed files (rel, sha256, result) at once,
+        as :meth:`_load` would file by file, each file loaded right after the one before:
+
+        * a row missing a NOT NULL value is quarantined ('missing required value');
+        * a row whose key is stored already is a duplicate when its values equal a stored row's,
+          else a conflict (as ``_classify``);
+        * among the batch's rows whose key is not stored yet, ordered by file then line, the first
+          is new and every later one a duplicate of it if its values are equal, else a conflict.
+          File by file that is the same verdict: the first one is loaded with its file, so a later
+          file finds it stored (and only it: the others were not loaded).
+
+        A file that failed to parse or has the same bytes as an earlier file of the batch loads no
+        rows (the loop records it unreadable / already ingested) and is left out; one with side
+        tables ends the batch there (it and the files after it load one by one)."""
+        self._prepared = None
+        table = spec.table
+        members: list[tuple[str, Parsed]] = []
+        shas: set[str] = set()
+        for rel, sha, res in items:
+            if isinstance(res, Exception) or sha in shas:
+                continue  # recorded unreadable / already ingested by the loop: it loads no rows
+            if res.side or res.table != table:
+                break
+            shas.add(sha)
+            members.append((rel, res))
+        if len(members) < 2:
+            return
+        cols = self._table_columns(table)
+        col_names = [c for c, _ in cols if c != "file_id"]
+        tables = []
+        for k, (_rel, parsed) in enumerate(members):
+            rows = parsed.rows
+            if set(rows.column_names) - set(col_names):
+                return  # _load raises for it, naming the parser
+            n = rows.num_rows
+            arrays = [rows[c] if c in rows.column_names else pa.nulls(n) for c in col_names]
+            fields = [rows.schema.field(c) if c in rows.column_names else pa.field(c, pa.null()) for c in col_names]
+            tables.append(pa.Table.from_arrays(
+                [*arrays, pa.array([k] * n, pa.int32()), pa.array(range(1, n + 1), pa.int64())],
+                schema=pa.schema([*fields, pa.field("_file", pa.int32()), pa.field("_ord", pa.int64())])))
+        try:
+            incoming = pa.concat_tables(tables, promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return
+        rejects = pa.Table.from_pylist(
+            [{"_file": k, "_seq": i, "line": r.line, "field": r.field, "reason": r.reason, "raw": r.raw}
+             for k, (_rel, parsed) in enumerate(members) for i, r in enumerate(parsed.rejects)],
+            schema=pa.schema([("_file", pa.int32()), ("_seq", pa.int64()), *REJECTS_SCHEMA]))
+        con = self.con
+        names = ", ".join(f'"{c}"' for c in col_names)
+        con.register("_batch_arrow", incoming)
+        con.register("_batch_rejects_arrow", rejects)
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _batch_rows AS SELECT {names}, _file, _ord FROM _batch_arrow")
+            # quarantine rows of every member: the parser's rejects (part 0), missing values (1), conflicts (2)
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE _batch_quarantine AS "
+                "SELECT _file, 0 AS _part, _seq, line, field, reason, raw FROM _batch_rejects_arrow")
+            required = [c for c, nullable in cols if not nullable and c not in ("file_id", "line")]
+            if required:
+                first_null = " ".join(f"WHEN \"{c}\" IS NULL THEN '{c}'" for c in required)
+                con.execute(
+                    f"""INSERT INTO _batch_quarantine
+                        SELECT _file, 1, _ord, line, CASE {first_null} END, 'missing required value', NULL
+                        FROM _batch_rows WHERE CASE {first_null} END IS NOT NULL""")
+                not_null = " AND ".join(f'"{c}" IS NOT NULL' for c in required)
+                con.execute(f"DELETE FROM _batch_rows WHERE NOT ({not_null})")
+            self._classify_batch(table, spec.key, col_names)
+            counts = con.execute(
+                """WITH v AS (SELECT _file, count(*) FILTER (_verdict = 'new') AS n,
+                                     count(*) FILTER (_verdict = 'duplicate') AS d FROM _batch_rows GROUP BY _file),
+                        q AS (SELECT _file, count(*) AS q FROM _batch_quarantine GROUP BY _file)
+                   SELECT f._file, coalesce(v.n, 0), coalesce(v.d, 0), coalesce(q.q, 0)
+                   FROM range(?) f(_file) LEFT JOIN v USING (_file) LEFT JOIN q USING (_file) ORDER BY f._file""",
+                [len(members)]).fetchall()
+        finally:
+            con.unregister("_batch_arrow")
+            con.unregister("_batch_rejects_arrow")
+        self._prepared = _Prepared(table, members, [(n, d, q) for _k, n, d, q in counts], self._loads.get(table, 0))
+
+    def _classify_batch(self, table: str, key: tuple[str, ...] | None, col_names: list[str]) -> None:
+        """Add _verdict to _batch_rows and the conflicts to _batch_quarantine (see _prepare)."""
+        con = self.con
+        if not key:
+            con.execute("ALTER TABLE _batch_rows ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
+            return
+        values = [c for c in col_names if c != "line"]
+        k = ", ".join(f'"{c}"' for c in key)
+        vals = lambda alias: "struct_pack(" + ", ".join(f'"{c}" := {alias}."{c}"' for c in values) + ")"  # noqa: E731
+        key_eq = " AND ".join(f'i."{c}" IS NOT DISTINCT FROM s."{c}"' for c in key)
+        seen = con.execute(f"SELECT 1 FROM {table} s SEMI JOIN _batch_rows i ON {key_eq} LIMIT 1").fetchall() != []
+        if seen:
+            existing = f"""SELECT i._file, i._ord,
+                       bool_or({vals('i')} IS NOT DISTINCT FROM {vals('s')}) AS same_vals
+                FROM ranked i JOIN {table} s ON {key_eq}
+                GROUP BY i._file, i._ord"""
+        else:
+            rows, keys = con.execute(
+                f"SELECT (SELECT count(*) FROM _batch_rows), (SELECT count(*) FROM (SELECT DISTINCT {k} FROM _batch_rows))"
+            ).fetchall()[0]
+            if rows == keys:  # no key stored, none repeated in the batch: every row is new
+                con.execute("ALTER TABLE _batch_rows ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
+                return
+            existing = "SELECT NULL::INTEGER AS _file, NULL::BIGINT AS _ord, NULL::BOOLEAN AS same_vals WHERE false"
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE _batch_rows AS
+            WITH ranked AS (
+                SELECT *, row_number() OVER (PARTITION BY {k} ORDER BY _file, _ord) AS _rn,
+                       first_value({vals('_batch_rows')}) OVER (PARTITION BY {k} ORDER BY _file, _ord) AS _first_vals
+                FROM _batch_rows
+            ),
+            existing AS (
+                {existing}
+            )
+            SELECT ranked.* EXCLUDE (_rn, _first_vals),
+                   CASE
+                       WHEN e._ord IS NOT NULL AND e.same_vals THEN 'duplicate'
+                       WHEN e._ord IS NOT NULL THEN 'conflict'
+                       WHEN _rn > 1 AND {vals('ranked')} IS NOT DISTINCT FROM _first_vals THEN 'duplicate'
+                       WHEN _rn > 1 THEN 'conflict'
+                       ELSE 'new'
+                   END AS _verdict
+            FROM ranked LEFT JOIN existing e USING (_file, _ord)
+            ORDER BY _file, _ord"""
+        )
+        key_list = ", ".join(key)
+        con.execute(
+            """INSERT INTO _batch_quarantine
+               SELECT _file, 2, _ord, line, ?, 'conflicting_duplicate: same key as a loaded row, other values', NULL
+               FROM _batch_rows WHERE _verdict = 'conflict'""",
+            [key_list])
+
+    def _load_prepared(self, prepared: _Prepared, k: int, rel: str, sha: str, folder: str, nbytes: int,
+                       mtime_ns: int | None, parsed: Parsed) -> FileResult:
+        """Load member ``k`` of a prepared batch: its own transaction, a few INSERTs."""
+        table = prepared.table
+        col_names = [c for c, _ in self._table_columns(table) if c != "file_id"]
+        names = ", ".join(f'"{c}"' for c in col_names)
+        new, dup, _q = prepared.counts[k]
+        dup += parsed.duplicates
+        con = self.con
+        con.execute("BEGIN")
+        try:
+            file_id = self._next_file_id()
+            (quarantined,) = con.execute(
+                """INSERT INTO ops.quarantine SELECT ?, ?, line, field, reason, raw, ?
+                   FROM _batch_quarantine WHERE _file = ? ORDER BY _part, _seq""",
+                [file_id, rel, self.now, k]).fetchall()[0]
+            (loaded,) = con.execute(
+                f"INSERT INTO {table} (file_id, {names}) SELECT ?, {names} FROM _batch_rows "
+                "WHERE _file = ? AND _verdict = 'new' ORDER BY _ord",
+                [file_id, k]).fetchall()[0]
+            rows_in = parsed.rows_in
+            if loaded != new or loaded + dup + quarantined != rows_in:
+                raise RuntimeError(
+                    f"{rel}: accounting broken: rows_in {rows_in} != loaded {loaded} + duplicate {dup} + quarantined {quarantined}"
+                )
+            con.execute(
+                f"INSERT INTO ops.ingested_files ({_FILE_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'loaded', ?, ?, ?, ?, ?, ?, ?, ?)",
+                [file_id, rel, sha, folder, parsed.format, table, rows_in, loaded, dup, quarantined,
+                 parsed.meta.get("effective_from"), nbytes, self.now, mtime_ns],
+            )
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            self._prepared = None
+            raise
+        prepared.next += 1
+        self._committed(sha, file_id, rel, mtime_ns, table)
+        prepared.loads = self._loads[table]
+        if prepared.next == len(prepared.members):
+            self._prepared = None
         for w in parsed.meta.get("warnings", []):
             log.warning("%s: %s", rel, w)
         return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined)

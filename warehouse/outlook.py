@@ -47,7 +47,7 @@ import numpy as np
 import pyarrow as pa
 
 from models.breakeven import capacity_calls_per_month, evaluate, quantize_usd, self_host_usd_per_month
-from models.forecast import forecast_daily, month_end, month_start
+from models.forecast import forecast_many, month_end, month_start
 from models.sizing import size
 from models.spec import CallProfile
 from models.throughput import estimate_throughput
@@ -170,9 +170,10 @@ def spend_forecast_rows(con: duckdb.DuckDBPyConnection, build_id: str | None, sk
         return []
     horizon = _setting(con, "forecast_horizon_months", DEFAULT_HORIZON_MONTHS)
     rows: list[dict[str, Any]] = []
-    for (scope, value, serving), points in daily_series(con).items():
-        first, y = dense(points, last_day)
-        f = forecast_daily(first, y, last_day, horizon)
+    series = daily_series(con)
+    jobs = [(*dense(points, last_day), last_day, horizon) for points in series.values()]
+    # the series are fitted in parallel worker processes; the same results as one by one (models/forecast.py)
+    for (scope, value, serving), f in zip(series, forecast_many(jobs), strict=True):
         bt = f.backtest
         for m in f.months:
             rows.append({

@@ -134,6 +134,20 @@ def test_bad_rows_fail_with_counts_and_sample_rows(con):
     assert "| between(ts, 2015-01-01 .. 2026-08-02) | **NO** | 1 |" in res.summary_table()
 
 
+@pytest.mark.parametrize("ts", ["2014-12-31 23:59:59", "2099-01-01 00:00:00", "2400-01-01 00:00:00", "1500-06-01 00:00:00"])
+def test_a_timestamp_out_of_range_fails_whether_or_not_it_fits_in_nanoseconds(con, ts):
+    """_frame hands GX datetime64[ns] columns (vectorised) when every value fits in nanoseconds
+    (1678-2261), and the column as DuckDB gives it otherwise: both ways the bad row is found."""
+    add_file(con, 1, "telemetry/requests/t.jsonl")
+    add_request(con, 1, 1, "ok")
+    add_request(con, 1, 2, "bad", ts=ts)
+    res = E.validate_new_rows(con, "stg.requests", 1, now=NOW)
+    failed = {r.label: r for r in res.failed}
+    assert set(failed) == {"between(ts, 2015-01-01 .. 2026-08-02)"}
+    (row,) = failed["between(ts, 2015-01-01 .. 2026-08-02)"].sample_rows
+    assert (row["line"], row["ts"][:10]) == (2, ts[:10])
+
+
 def test_price_suites_catch_unit_mistakes(con):
     add_file(con, 1, "prices/llm/p.csv")
     rows = [  # provider, model, input, output, currency
