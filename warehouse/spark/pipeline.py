@@ -2,11 +2,14 @@
 
 What runs where (docs/operations.md, "Spark engine"):
 
-1. ingest, de-duplication, quarantine and the per-file accounting run as on DuckDB (the same
-   parsers from sources/, into the DuckDB build file at ``--warehouse``: ops.* and stg.*); the
-   incremental plan is made there by the same code (warehouse/incremental.py);
-2. the staging and ops tables are written as Parquet under the Spark warehouse and registered in
-   the Spark catalog (databases ``stg``, ``ops``);
+1. ingest on Spark's executors (warehouse/spark/ingest.py: the same parsers from sources/, the
+   same de-duplication, quarantine and per-file accounting as on DuckDB) into the staging and ops
+   tables under ``<spark warehouse>/_staging``; the rows it added (staging, quarantine, per-file
+   accounting) are appended to the DuckDB build file at ``--warehouse``, where the incremental
+   plan is made by the same code (warehouse/incremental.py). With ``[engine] ingest = "duckdb"``
+   the ingest runs on this machine into the DuckDB build (warehouse/ingest.py) instead;
+2. the ops tables (and, with the DuckDB ingest, the staging tables) are written as Parquet under
+   the Spark warehouse and registered in the Spark catalog (databases ``stg``, ``ops``);
 3. every core and mart model is built on Spark from its rendered SQL (warehouse/spark/build.py):
    full models re-created, incremental ones by dynamic partition overwrite of the planned days;
 4. the SQL checks (sql/checks) are rendered and run on Spark; any offending row fails the run
@@ -234,10 +237,10 @@ def _spark_ingest(spark, con, landing, spark_warehouse: Path, settings: dict[str
                       otel_team_attribute=str(settings.get("otel_team_attribute") or "service.namespace"),
                       progress=say)
     ing.ensure_tables()
-    duck = con.execute("SELECT count(*), coalesce(max(file_id), 0) FROM ops.ingested_files").fetchone()
-    ours = spark.sql("SELECT count(*), coalesce(max(file_id), 0) FROM ops.ingested_files").collect()[0]
-    if (ours[0], ours[1]) != duck:
-        say(f"ingest: the Spark staging tables ({ours[0]} files) differ from the DuckDB build's ({duck[0]} files): "
+    duck, ours = _row_counts(con, spark)
+    if ours != duck:
+        differ = sorted(t for t in duck if ours.get(t) != duck[t])
+        say(f"ingest: the Spark staging tables differ from the DuckDB build ({', '.join(differ)}): "
             "re-made from the DuckDB build")
         load_staging(spark, con, staging)
         ing.ensure_tables()
@@ -250,6 +253,22 @@ def _spark_ingest(spark, con, landing, spark_warehouse: Path, settings: dict[str
         ing.close()
     say("ingest: " + ", ".join(f"{k} {v:.1f} s" for k, v in ing.seconds.items()))
     return summary
+
+
+def _row_counts(con, spark) -> tuple[dict[str, int], dict[str, int]]:  # noqa: ANN001
+    """Rows of every staging table, ops.ingested_files and ops.quarantine (and the largest file_id):
+    in the DuckDB build and in Spark. They differ after a run that failed after its ingest (the
+    DuckDB build was not published, Spark's tables kept the new files), after a DuckDB-engine run,
+    or when the Spark warehouse folder was removed: the DuckDB build, which is what was published,
+    is then copied to Spark again."""
+    from sources.contract import TABLES  # noqa: PLC0415
+
+    tables = [*TABLES, "ops.ingested_files", "ops.quarantine"]
+    sql = " UNION ALL ".join(f"SELECT '{t}' AS t, count(*) AS n FROM {t}" for t in tables)
+    sql += " UNION ALL SELECT 'max(file_id)', coalesce(max(file_id), 0) FROM ops.ingested_files"
+    duck = {t: n for t, n in con.execute(sql).fetchall()}
+    ours = {r["t"]: r["n"] for r in spark.sql(sql).collect()}
+    return duck, ours
 
 
 def _append_to_duckdb(spark, con, table: str, path: str, remote: bool) -> None:  # noqa: ANN001
