@@ -266,8 +266,8 @@ class SparkIngest:
         self.now = self.now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
         self.root = qualify(self.landing)
         self.seconds: dict[str, float] = {}
-        # table -> the scratch Parquet folders of the rows this run appended to it (each round's)
-        self.written: dict[str, list[str]] = {}
+        # table -> (scratch Parquet folder, filter or None, columns) of the rows this run appended to it
+        self.written: dict[str, list[tuple[str, str | None, list[str]]]] = {}
         self._run_scratch = f"{self.scratch.rstrip('/')}/{uuid.uuid4().hex[:8]}"
 
     # -- tables ----------------------------------------------------------------------------------
@@ -311,11 +311,11 @@ class SparkIngest:
             F.col("file").alias("rel"), F.col("bytes").alias("nbytes"),
             F.floor(F.col("file_mtime_ns") / 1_000_000).alias("mtime_ms"))
         listing = listing.withColumn("mtime_ms", F.floor(F.col("mtime_ns") / 1_000_000))
-        todo = listing.join(seen, ["rel", "nbytes", "mtime_ms"], "left_anti")
         # the hidden parts (name starting with '.') that DuckDB's landing_files leaves out
-        todo = todo.where(r"NOT (rel RLIKE '(^|/)\\.')")
-        cand = sorted((r["rel"], r["path"], r["nbytes"], r["mtime_ns"]) for r in todo.collect())
-        all_rels = [r["rel"] for r in listing.select("rel").collect()]
+        listing = listing.where(r"NOT (rel RLIKE '(^|/)\\.')")
+        listed = listing.join(seen.distinct().withColumn("_seen", F.lit(True)), ["rel", "nbytes", "mtime_ms"], "left").collect()
+        cand = sorted((r["rel"], r["path"], r["nbytes"], r["mtime_ns"]) for r in listed if not r["_seen"])
+        all_rels = [r["rel"] for r in listed]
         self._local: dict[str, bytes] = {}  # path -> bytes of the files the driver reads (below)
         for rel, path, nbytes, mtime_ns in self._unlisted(set(all_rels)):
             all_rels.append(rel)
@@ -449,7 +449,7 @@ class SparkIngest:
         tables = sorted({f["table"] for f in files_in if f["status"] == "loaded"})
         classified: dict[str, str] = {}
         for table in tables:
-            classified[table] = self._classify(table, records, scratch, quarantine)
+            classified[table] = self._classify(table, records, fmap, scratch, quarantine)
         sides = sorted({r["tbl"] for r in records.where("kind = 'side'").select("tbl").distinct().collect()})
 
         # per-file counts (Spark), checked before anything is appended
@@ -491,8 +491,8 @@ class SparkIngest:
         # append: staging (new rows), side rows of new main rows, quarantine, then the files
         for table, path in classified.items():
             cols = contract.table(table).column_names
-            new = spark.read.parquet(path).where("_verdict = 'new'").select(*[f"`{c}`" for c in cols])
-            self._append(new, table, f"{scratch}/new/{table}")
+            spark.read.parquet(path).where("_verdict = 'new'").select(*[f"`{c}`" for c in cols]).write.insertInto(table)
+            self.written.setdefault(table, []).append((path, "_verdict = 'new'", cols))
         for side in sides:
             main = {table for f in files_in for table in [f.get("table")] if table}
             side_rows = (records.where(f"kind = 'side' AND tbl = '{side}'").select("file_order", "ipc")
@@ -509,8 +509,9 @@ class SparkIngest:
                 F.broadcast(fmap.withColumnRenamed("file_order", "_order")), "_order")
             self._append(keep.select(*[f"`{c}`" for c in contract.table(side).column_names]), side,
                          f"{scratch}/new/{side}")
-        self._append(spark.read.parquet(q_path).select(*[c.split()[0] for c in QUARANTINE_DDL.split(", ")]),
-                     "ops.quarantine", f"{scratch}/new/ops.quarantine")
+        q_cols = [c.split()[0] for c in QUARANTINE_DDL.split(", ")]
+        spark.read.parquet(q_path).select(*q_cols).write.insertInto("ops.quarantine")
+        self.written.setdefault("ops.quarantine", []).append((q_path, None, q_cols))
         self._append(spark.createDataFrame(rows, FILES_DDL), "ops.ingested_files", f"{scratch}/new/ops.ingested_files")
         for table in ("ops.quarantine", "ops.ingested_files", *classified, *sides):
             spark.catalog.refreshTable(table)
@@ -522,9 +523,9 @@ class SparkIngest:
         the DuckDB build gets, warehouse/spark/pipeline.py)."""
         df.write.mode("overwrite").parquet(path)
         self.spark.read.parquet(path).write.insertInto(table)
-        self.written.setdefault(table, []).append(path)
+        self.written.setdefault(table, []).append((path, None, df.columns))
 
-    def _classify(self, table: str, records, scratch: str, quarantine: list) -> str:  # noqa: ANN001
+    def _classify(self, table: str, records, fmap, scratch: str, quarantine: list) -> str:  # noqa: ANN001
         """Steps 4-5 for one staging table: typed rows, NOT NULL safety net (into ``quarantine``),
         verdicts; written to the scratch folder (returned), so that later appends do not change them."""
         from pyspark.sql import functions as F  # noqa: N812, PLC0415
@@ -534,8 +535,9 @@ class SparkIngest:
         schema = spec.arrow_schema().append(pa.field("_row", pa.int64())).append(pa.field("_order", pa.int32()))
         typed = (records.where(f"kind = 'rows' AND tbl = '{table}'").select("file_order", "ipc")
                  .mapInArrow(decode_rows(schema), table_ddl(table, file_id=False) + ", _row BIGINT, _order INT"))
-        fmap = records.select(F.col("file_order").alias("_order"), "file_id", "file").distinct()
-        typed = typed.join(F.broadcast(fmap), "_order")
+        typed = typed.join(F.broadcast(fmap.withColumnRenamed("file_order", "_order")), "_order")
+        typed.write.mode("overwrite").parquet(f"{scratch}/typed/{table}")  # decoded once, read twice below
+        typed = spark.read.parquet(f"{scratch}/typed/{table}")
         now = self.now
         required = [c.name for c in spec.all_columns if not c.nullable and c.name not in ("file_id", "line")]
         if required:

@@ -246,9 +246,9 @@ def _spark_ingest(spark, con, landing, spark_warehouse: Path, settings: dict[str
         ing.ensure_tables()
     try:
         summary = ing.ingest()
-        for table, paths in ing.written.items():
-            for path in paths:
-                _append_to_duckdb(spark, con, table, path, remote)
+        for table, parts in ing.written.items():
+            for path, where, cols in parts:
+                _append_to_duckdb(spark, con, table, path, where, cols, remote)
     finally:
         ing.close()
     say("ingest: " + ", ".join(f"{k} {v:.1f} s" for k, v in ing.seconds.items()))
@@ -271,17 +271,21 @@ def _row_counts(con, spark) -> tuple[dict[str, int], dict[str, int]]:  # noqa: A
     return duck, ours
 
 
-def _append_to_duckdb(spark, con, table: str, path: str, remote: bool) -> None:  # noqa: ANN001
-    """Append the rows of a Parquet folder Spark wrote to a table of the DuckDB build (by name)."""
+def _append_to_duckdb(spark, con, table: str, path: str, where: str | None, cols: list[str], remote: bool) -> None:  # noqa: ANN001, PLR0913
+    """Append the rows (``where``, if given) of a Parquet folder Spark wrote to a table of the DuckDB
+    build (columns ``cols``, by name)."""
+    names = ", ".join(f'"{c}"' for c in cols)
+    cond = f" WHERE {where}" if where else ""
     local = path[len("file:"):] if path.startswith("file:") else path
     if not remote and os.path.isdir(local):
         files = [os.path.join(local, f) for f in os.listdir(local) if f.endswith(".parquet")]
         if files:
-            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)", [files])
+            con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM read_parquet(?){cond}", [files])
         return
     import pyarrow as pa  # noqa: PLC0415
 
     df = spark.read.parquet(path)  # a folder this machine cannot read: the rows come back as Arrow
+    df = (df.where(where) if where else df).select(*[f"`{c}`" for c in cols])
     if remote:  # pyspark.sql.connect (DataFrame.toArrow arrives in pyspark 4.0)
         client = df._session.client  # noqa: SLF001
         arrow = client.to_table(df._plan.to_proto(client))[0]  # noqa: SLF001
@@ -290,7 +294,7 @@ def _append_to_duckdb(spark, con, table: str, path: str, remote: bool) -> None: 
     if arrow is not None and arrow.num_rows:
         con.register("_spark_rows", arrow)
         try:
-            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _spark_rows")
+            con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _spark_rows")
         finally:
             con.unregister("_spark_rows")
 
