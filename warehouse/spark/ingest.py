@@ -39,11 +39,13 @@ session's catalog. Appends are not one transaction across tables: ``ops.ingested
 written last, so a crash before it leaves staging rows of files the next run ingests again (its
 rows then count as duplicates of the rows the crashed run left, so ``rows_in`` still balances).
 
-Differences from the DuckDB ingest, by design: Spark's file listing leaves out files and folders
-whose name starts with ``_`` (Hadoop's hidden files), as well as those starting with ``.``; the
-modification time is compared to the millisecond (what Hadoop file systems report); a file whose
-bytes are known under the same name with a new mtime is read again on each run (DuckDB records
-the new mtime).
+Differences from the DuckDB ingest, by design: Spark's file listing leaves out empty files and
+names starting with ``_`` (Hadoop's hidden files; ``.`` too, as DuckDB does): under a local landing
+folder the driver walks the folder and reads those few files itself, under a URI they are not
+seen; the modification time is compared to the millisecond (what Hadoop file systems report); a
+file whose bytes are known under the same name with a new mtime is read again on each run (DuckDB
+records the new mtime). The executors import ``sources/`` and ``warehouse/``: on a cluster,
+thinktax must be installed in the executors' Python (a local session runs this interpreter).
 """
 
 from __future__ import annotations
