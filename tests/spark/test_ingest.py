@@ -166,3 +166,21 @@ def test_spark_ingest_equals_the_duckdb_ingest(spark, tmp_path):
     assert _spark(spark, "SELECT (SELECT count(*) FROM stg.requests), (SELECT count(*) FROM ops.quarantine), "
                          "(SELECT count(*) FROM ops.ingested_files)") == counts
     con.close()
+
+
+def test_a_landing_uri_needs_the_spark_ingest(tmp_path, capsys):
+    """`--landing s3a://...` is read by the Spark engine's ingest only: the DuckDB engine, or the Spark
+    engine with `[engine] ingest = "duckdb"`, refuse it (exit 2) before starting anything; a bad
+    `ingest` setting is a config error."""
+    from thinktax.cli import main  # noqa: PLC0415
+
+    wh = str(tmp_path / "wh")
+    assert main(["run", "--landing", "s3a://bucket/landing", "--warehouse", wh]) == 2
+    assert "read by the Spark engine's ingest only" in capsys.readouterr().err
+    cfg = tmp_path / "thinktax.toml"
+    cfg.write_text('[engine]\nkind = "spark"\ningest = "duckdb"\n')
+    assert main(["run", "--landing", "s3a://bucket/landing", "--warehouse", wh, "--config", str(cfg)]) == 2
+    assert "read by the Spark engine's ingest only" in capsys.readouterr().err
+    cfg.write_text('[engine]\nkind = "spark"\ningest = "executors"\n')
+    assert main(["run", "--landing", str(tmp_path), "--warehouse", wh, "--config", str(cfg)]) == 2
+    assert "engine.ingest must be 'spark' or 'duckdb'" in capsys.readouterr().err

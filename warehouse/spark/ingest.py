@@ -456,10 +456,13 @@ class SparkIngest:
 
         # per-file counts (Spark), checked before anything is appended
         counts: dict[int, dict[str, int]] = {f["file_id"]: {"new": 0, "duplicate": 0, "q": 0} for f in files_in}
-        for table, path in classified.items():
-            for r in spark.read.parquet(path).groupBy("file_id", "_verdict").count().collect():
-                if r["_verdict"] in ("new", "duplicate"):
-                    counts[r["file_id"]][r["_verdict"]] += r["count"]
+        verdicts = None  # one job for every table's verdict counts
+        for path in classified.values():
+            v = spark.read.parquet(path).select("file_id", "_verdict")
+            verdicts = v if verdicts is None else verdicts.unionByName(v)
+        for r in ([] if verdicts is None else verdicts.groupBy("file_id", "_verdict").count().collect()):
+            if r["_verdict"] in ("new", "duplicate"):
+                counts[r["file_id"]][r["_verdict"]] += r["count"]
         q_all = quarantine[0]
         for q in quarantine[1:]:
             q_all = q_all.unionByName(q)
