@@ -51,6 +51,9 @@ class Engine:
     kind: str = "duckdb"  # 'duckdb' (one process, the default) or 'spark' (warehouse/spark/)
     spark_remote: str = ""  # 'sc://host:port': a cluster through Spark Connect; empty = local[2]
     spark_warehouse: str = ""  # where the Spark tables live; empty = <warehouse folder>/spark
+    # kind = "spark": where the landing files are parsed: "spark" (the parsers on Spark's executors,
+    # warehouse/spark/ingest.py) or "duckdb" (warehouse/ingest.py on this machine, then copied to Spark)
+    ingest: str = "spark"
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"{p}: {exc}") from None
     if engine.kind not in ("duckdb", "spark"):
         raise ConfigError(f"{p}: engine.kind must be 'duckdb' or 'spark', got {engine.kind!r}")
+    if engine.ingest not in ("duckdb", "spark"):
+        raise ConfigError(f"{p}: engine.ingest must be 'spark' or 'duckdb', got {engine.ingest!r}")
     return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, forecast=forecast,
                          otel=otel, engine=engine, source=str(p)))
 

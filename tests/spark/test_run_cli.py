@@ -32,6 +32,7 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "engine: spark" in out and "rebuild: full" in out
+    assert "files new: 4 (ingest on spark)" in out  # parsed on Spark's executors (warehouse/spark/ingest.py)
     assert warehouse.exists()  # the DuckDB build (ingest bookkeeping, staging) was published
     assert (folder / "spark" / "_staging").is_dir()  # (the test session keeps its own table folder)
     # the same folder answers `thinktax sql --engine spark --warehouse <folder>` and the DuckDB `thinktax sql`
@@ -65,6 +66,18 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     again = sorted((str(r["day"]), r["team"], r["task_type"], r["model"], r["serving"], r["tier"], r["tasks"], r["calls"],
                     r["cost_usd"], r["cost_per_task_usd"]) for r in spark.table("marts.cost_per_task").collect())
     assert again == rows
+
+    # the same landing again, named by a URI (as s3a://... would be): the ingest on Spark's executors
+    # finds every file ingested, adds nothing, and the figures stay the hand-worked ones
+    capsys.readouterr()
+    rc = main(["run", "--engine", "spark", "--landing", f"file://{landing}", "--warehouse", str(folder)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "files new: 0 (ingest on spark)" in out
+    assert "re-made from the DuckDB build" not in out  # the Spark staging tables agreed with the published build
+    assert spark.sql("SELECT count(*) FROM stg.requests").collect()[0][0] == 5
+    costs = {r["request_id"]: r["cost_usd"] for r in spark.table("core.call_costs").collect()}
+    assert costs == {"r1": R1, "r2": R2, "r3": R3, "r4": R4, "r5": R5}
 
 def _json(capsys, argv: list[str]) -> list[dict]:
     import json  # noqa: PLC0415

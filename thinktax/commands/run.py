@@ -42,7 +42,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     spark = (getattr(args, "engine", None) or cfg.engine.kind) == "spark"
     landing, warehouse = resolve_paths(args.landing, args.warehouse, folder=spark)
-    if not landing.is_dir():
+    uri = _landing_uri(args.landing)
+    if uri is not None:
+        if not spark or cfg.engine.ingest != "spark":
+            print(f"thinktax: a landing URI ({uri}) is read by the Spark engine's ingest only "
+                  "(--engine spark, [engine] ingest = \"spark\")", file=sys.stderr)
+            return 2
+        landing = uri  # any path Spark reads (s3a://, abfss://, gs://, file:/); Spark says if it is missing
+    elif not landing.is_dir():
         print(f"thinktax: landing folder {landing} does not exist", file=sys.stderr)
         return 2
     from thinktax.runner import RunOptions, parse_days, partition_args  # noqa: PLC0415
@@ -68,6 +75,15 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print_summary(warehouse)
     return 0
+
+
+def _landing_uri(landing: str | None) -> str | None:
+    """``--landing`` (or $THINKTAX_LANDING) when it is a URI (``scheme:...``, not a Windows drive)."""
+    import os  # noqa: PLC0415
+    import re  # noqa: PLC0415
+
+    value = landing or os.environ.get("THINKTAX_LANDING") or ""
+    return value if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]+:", value) else None
 
 
 def _run_spark(args: argparse.Namespace, cfg, landing, warehouse, days, as_of) -> int:  # noqa: ANN001
@@ -102,14 +118,14 @@ def _run_spark(args: argparse.Namespace, cfg, landing, warehouse, days, as_of) -
         out = spark_run(landing, warehouse, cfg.settings_row(), remote=remote,
                         spark_warehouse=Path(where) if where else None, days=day_list,
                         full=getattr(args, "full_rebuild", False), config=cfg, as_of=as_of, progress=progress,
-                        economics_models=ECONOMICS, evaluate_alert=evaluate)
+                        economics_models=ECONOMICS, evaluate_alert=evaluate, ingest=cfg.engine.ingest)
     except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException, Py4J and ingest errors alike
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"thinktax: the Spark run failed, nothing was published: {type(exc).__name__}: {first}", file=sys.stderr)
         return 1
     if not args.quiet:
         s = out.scope
-        print(f"engine: spark; build {out.build_id}; files new: {out.files_new}")
+        print(f"engine: spark; build {out.build_id}; files new: {out.files_new} (ingest on {out.ingest})")
         if out.local:
             print("rebuild: full (a local Spark session keeps no catalog between runs: every model rebuilt from staging)")
         else:

