@@ -31,6 +31,11 @@ log = logging.getLogger("thinktax.spark")
 
 COLUMNS_PROPERTY = "thinktax.columns"  # a partitioned table's columns in the model's SELECT order
 
+# Spark 3.5's defaults, which the parity suite (tests/spark/) holds and Spark 4 changed: a server or
+# cluster on Spark 4 (ANSI mode on by default) is set back to them for the session, so both give
+# the same figures (a NULL, not an error, for a failed cast or a division by zero, as the models expect)
+ENGINE_CONF = {"spark.sql.ansi.enabled": "false"}
+
 
 def columns_in_model_order(spark, table: str) -> list[str]:  # noqa: ANN001
     """The table's columns in the order of its model's SELECT (Spark lists partition columns last)."""
@@ -65,13 +70,38 @@ def session(remote: str | None = None, *, master: str = "local[2]", warehouse_di
                    .config("spark.sql.shuffle.partitions", "4"))
         if warehouse_dir:
             builder = builder.config("spark.sql.warehouse.dir", warehouse_dir)
-    for k, v in {**SESSION_CONF, **(conf or {})}.items():
+    settings = {**SESSION_CONF, **ENGINE_CONF, **(conf or {})}
+    for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     if remote:  # a Connect session takes runtime settings, not builder ones, on an existing server
-        for k, v in SESSION_CONF.items():
+        for k, v in settings.items():
             spark.conf.set(k, v)
     return spark
+
+
+def to_arrow(df):  # noqa: ANN001, ANN201 - pyspark DataFrame -> pyarrow.Table
+    """A Spark Connect DataFrame's rows as a pyarrow Table: ``toArrow`` from pyspark 4.0; the 3.5
+    Connect client has no public Arrow collect, so its own (the one ``collect`` uses) is called."""
+    if hasattr(df, "toArrow"):
+        return df.toArrow()
+    client = df._session.client  # noqa: SLF001
+    return client.to_table(df._plan.to_proto(client))[0]  # noqa: SLF001
+
+
+def from_arrow(spark, table):  # noqa: ANN001, ANN201 - pyarrow.Table -> pyspark DataFrame
+    """A pyarrow Table as a DataFrame of a Spark Connect session, with the Arrow types kept
+    (DECIMAL stays DECIMAL): ``createDataFrame`` takes Arrow from pyspark 4.0; in the 3.5 Connect
+    client it only takes pandas (its types inferred again), so the table is sent as the same
+    LocalRelation plan that ``createDataFrame`` builds."""
+    import pyspark  # noqa: PLC0415
+
+    if int(pyspark.__version__.split(".")[0]) >= 4:
+        return spark.createDataFrame(table)
+    from pyspark.sql.connect.dataframe import DataFrame  # noqa: PLC0415
+    from pyspark.sql.connect.plan import LocalRelation  # noqa: PLC0415
+
+    return DataFrame.withPlan(LocalRelation(table), spark)
 
 
 @dataclass(frozen=True)
