@@ -202,3 +202,20 @@ def test_run_through_spark_connect_gives_the_hand_worked_figures_and_duckdbs_mar
     query = "SELECT * EXCLUDE (build_id) FROM marts.task_costs"
     assert _canon(_json(capsys, ["sql", "--warehouse", str(folder / "thinktax.duckdb"), "--format", "json", query])) \
         == _canon(_json(capsys, [*spark_sql, query]))
+
+
+@pytest.mark.timeout(300)  # a hang guard: the Connect client alone retries for ~10 minutes
+def test_no_server_at_the_address_fails_at_once_naming_it(tmp_path, capsys):
+    """Nothing listens at the --spark-remote address: both commands fail in seconds, saying where
+    (the Connect client alone retries for ~10 minutes), and nothing is published. No server needed."""
+    from thinktax.cli import main  # noqa: PLC0415
+
+    tool = _tool()
+    url = f"sc://127.0.0.1:{tool.free_port()}"
+    landing = write_files(tmp_path / "landing", MINI_FILES)
+    rc = main(["run", "--engine", "spark", "--spark-remote", url, "--landing", str(landing), "--warehouse", str(tmp_path / "wh")])
+    err = capsys.readouterr().err
+    assert rc == 1 and f"no Spark Connect server answers at 127.0.0.1:{url.rsplit(':', 1)[1]}" in err, err
+    assert "nothing was published" in err and not (tmp_path / "wh" / "thinktax.duckdb").exists()
+    assert main(["sql", "--engine", "spark", "--spark-remote", url, "SELECT 1"]) == 1
+    assert "no Spark Connect server answers at" in capsys.readouterr().err

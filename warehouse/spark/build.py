@@ -45,6 +45,22 @@ def columns_in_model_order(spark, table: str) -> list[str]:  # noqa: ANN001
     return order if sorted(order) == sorted(cols) else cols
 
 
+def _reachable(remote: str, timeout: float = 10.0) -> None:
+    """Fail at once, naming the address, when nothing listens at ``sc://HOST:PORT`` (default port
+    15002): the Connect client would otherwise retry for about ten minutes before it gives up."""
+    import socket  # noqa: PLC0415
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    if not remote.startswith("sc://"):
+        raise ValueError(f"--spark-remote wants sc://HOST:PORT, not {remote!r}")
+    url = urlsplit("http://" + remote[len("sc://"):])
+    host, port = url.hostname or "localhost", url.port or 15002
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(f"no Spark Connect server answers at {host}:{port} ({exc})") from exc
+
+
 def session(remote: str | None = None, *, master: str = "local[2]", warehouse_dir: str | None = None,
             conf: dict[str, str] | None = None):  # noqa: ANN201 - pyspark.sql.SparkSession
     """A Spark session with the settings DuckDB's figures need (render.SESSION_CONF, ENGINE_CONF).
@@ -57,6 +73,7 @@ def session(remote: str | None = None, *, master: str = "local[2]", warehouse_di
     (requirements.lock), so a machine with only Python runs it."""
     settings = {**SESSION_CONF, **ENGINE_CONF, **(conf or {})}
     if remote:
+        _reachable(remote)
         from pyspark.sql.connect.session import SparkSession as ConnectSession  # noqa: PLC0415
 
         spark = ConnectSession.builder.remote(remote).getOrCreate()
