@@ -18,8 +18,8 @@ the plan is incremental and only the planned day's partitions are replaced.
 Measured on the 2-core machine (2026-12-03, load average 9-14 from parallel sessions): pyspark
 4.0.5 into the venv in 38 s from uv's cache, 65 s from an empty one (download and wheel build,
 ~460 MB installed); the server started in 6-35 s; the first run took 128 s at load 4, 225-260 s
-at load 9-14, the nightly one ~120 s; 21 marts compared in 6-10 s. The three server tests that
-always run (when a JDK is found) take ~1 min with the venv installed; the whole run, ~5-7 min,
+at load 9-14, the nightly one ~120 s; 21 marts compared in 6-10 s. The two server tests (and the
+no-server one) that run whenever a full JDK is found take ~1 min with the venv installed; the whole run, ~5-7 min,
 runs with THINKTAX_SPARK_CONNECT_E2E=1.
 """
 
