@@ -110,9 +110,36 @@ def run(args: argparse.Namespace) -> int:
         print(f"thinktax: {exc}", file=sys.stderr)
         return 2
     except duckdb.Error as exc:
-        print(f"thinktax: query failed: {exc}", file=sys.stderr)
-        return 1
+        spark_folder = _spark_beside(args, warehouse) if isinstance(exc, duckdb.CatalogException) else None
+        if spark_folder is None:
+            print(f"thinktax: query failed: {exc}", file=sys.stderr)
+            return 1
+        # a Spark run publishes the marts to the DuckDB file but keeps the per-call core tables
+        # (core.call_costs, core.calls, ...) in Spark only: answer from there, and say so
+        print(f"thinktax: {str(exc).splitlines()[0]} in the DuckDB file; answered from the Spark tables of the "
+              f"last Spark run ({spark_folder}; --engine spark asks them directly)", file=sys.stderr)
+        args.spark_warehouse = str(spark_folder)
+        try:
+            cols, rows = _spark_query(args, warehouse)
+        except Exception as exc2:  # noqa: BLE001 - pyspark's AnalysisException and friends
+            print(f"thinktax: query failed: {exc}; on Spark too: {str(exc2).splitlines()[0]}", file=sys.stderr)
+            return 1
     return _print(args, cols, rows)
+
+
+def _spark_beside(args: argparse.Namespace, warehouse):  # noqa: ANN001, ANN202
+    """The Spark warehouse folder a local Spark run published next to ``warehouse`` (it holds
+    CURRENT), if any and if pyspark is installed; else None."""
+    from pathlib import Path  # noqa: PLC0415
+
+    folder = Path(args.spark_warehouse) if getattr(args, "spark_warehouse", None) else warehouse.parent / "spark"
+    if getattr(args, "spark_remote", None) or not (folder / "CURRENT").is_file():
+        return None
+    try:
+        import pyspark  # noqa: F401, PLC0415
+    except ImportError:
+        return None
+    return folder
 
 
 def _print(args: argparse.Namespace, cols: list[str], rows: list[tuple]) -> int:
