@@ -109,10 +109,19 @@ def _sql_str(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
-def _ts(value: dt.datetime):  # noqa: ANN202
-    """A TIMESTAMP_NTZ literal (from text: a Python datetime would pass through the local time zone)."""
-    from pyspark.sql import functions as F  # noqa: N812, PLC0415
+def _functions(spark):  # noqa: ANN001, ANN202
+    """``pyspark.sql.functions``, or its Spark Connect twin for a session made by the Connect client
+    (warehouse/spark/build.py ``session``): pyspark 3.5's plain functions build classic Columns,
+    which need a SparkContext that a Connect session does not have."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect import functions  # noqa: PLC0415
+    else:
+        from pyspark.sql import functions  # noqa: PLC0415
+    return functions
 
+
+def _ts(value: dt.datetime, F):  # noqa: ANN001, ANN202, N803
+    """A TIMESTAMP_NTZ literal (from text: a Python datetime would pass through the local time zone)."""
     return F.lit(value.isoformat(sep=" ")).cast("timestamp_ntz")
 
 
@@ -298,7 +307,7 @@ class SparkIngest:
 
     # -- the run ---------------------------------------------------------------------------------
     def ingest(self) -> IngestSummary:
-        from pyspark.sql import functions as F  # noqa: N812, PLC0415
+        F = _functions(self.spark)  # noqa: N806
 
         spark = self.spark
         t0 = time.perf_counter()
@@ -385,7 +394,7 @@ class SparkIngest:
 
     def _round(self, files: list[tuple[str, str, int, int]], first_order: int, name: str) -> list[FileResult]:  # noqa: C901, PLR0915
         """Parse, classify and append one group of files (fx, then the rest): steps 2-6."""
-        from pyspark.sql import functions as F  # noqa: N812, PLC0415
+        F = _functions(self.spark)  # noqa: N806
 
         from sources.registry import folders as landing_folders  # noqa: PLC0415
 
@@ -446,7 +455,7 @@ class SparkIngest:
             "line BIGINT, field STRING, reason STRING, raw STRING, _order INT")
         quarantine.append(rejects.join(F.broadcast(fmap.withColumnRenamed("file_order", "_order")), "_order")
                           .select("file_id", "file", "line", "field", "reason", "raw",
-                                  _ts(now).alias("quarantined_at")))
+                                  _ts(now, F).alias("quarantined_at")))
 
         tables = sorted({f["table"] for f in files_in if f["status"] == "loaded"})
         classified: dict[str, str] = {}
@@ -533,7 +542,7 @@ class SparkIngest:
     def _classify(self, table: str, records, fmap, scratch: str, quarantine: list) -> str:  # noqa: ANN001
         """Steps 4-5 for one staging table: typed rows, NOT NULL safety net (into ``quarantine``),
         verdicts; written to the scratch folder (returned), so that later appends do not change them."""
-        from pyspark.sql import functions as F  # noqa: N812, PLC0415
+        F = _functions(self.spark)  # noqa: N806
 
         spark = self.spark
         spec = contract.table(table)
@@ -550,7 +559,7 @@ class SparkIngest:
             quarantine.append(typed.where(f"{first_null} IS NOT NULL").select(
                 "file_id", "file", "line", F.expr(first_null).alias("field"),
                 F.lit("missing required value").alias("reason"), F.lit(None).cast("string").alias("raw"),
-                _ts(now).alias("quarantined_at")))
+                _ts(now, F).alias("quarantined_at")))
             typed = typed.where(" AND ".join(f"`{c}` IS NOT NULL" for c in required))
         key = spec.key
         values = [c for c in spec.column_names if c not in ("file_id", "line")]
@@ -590,5 +599,5 @@ class SparkIngest:
             quarantine.append(spark.read.parquet(path).where("_verdict = 'conflict'").select(
                 "file_id", "file", "line", F.lit(", ".join(key)).alias("field"),
                 F.lit("conflicting_duplicate: same key as a loaded row, other values").alias("reason"),
-                F.lit(None).cast("string").alias("raw"), _ts(now).alias("quarantined_at")))
+                F.lit(None).cast("string").alias("raw"), _ts(now, F).alias("quarantined_at")))
         return path
