@@ -320,8 +320,8 @@ class SparkIngest:
                                  (F.unix_millis("modificationTime") * 1_000_000).alias("mtime_ns"))
         seen = spark.table("ops.ingested_files").where("file_mtime_ns IS NOT NULL").select(
             F.col("file").alias("rel"), F.col("bytes").alias("nbytes"),
-            F.floor(F.col("file_mtime_ns") / 1_000_000).alias("mtime_ms"))
-        listing = listing.withColumn("mtime_ms", F.floor(F.col("mtime_ns") / 1_000_000))
+            F.expr("file_mtime_ns div 1000000").alias("mtime_ms"))
+        listing = listing.withColumn("mtime_ms", F.expr("mtime_ns div 1000000"))
         # the hidden parts (name starting with '.') that DuckDB's landing_files leaves out
         listing = listing.where(r"NOT (rel RLIKE '(^|/)\\.')")
         listed = listing.join(seen.distinct().withColumn("_seen", F.lit(True)), ["rel", "nbytes", "mtime_ms"], "left").collect()
