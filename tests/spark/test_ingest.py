@@ -173,6 +173,54 @@ def test_spark_ingest_equals_the_duckdb_ingest(spark, tmp_path):
     con.close()
 
 
+@pytest.mark.slow
+def test_spark_ingest_equals_the_duckdb_ingest_on_the_whole_bad_input_corpus(spark, tmp_path):
+    """Every case of tests/corpus/ (README there: 50+ cases of bad and odd input, each asserted
+    file by file against DuckDB's ingest in tests/test_corpus.py) landed side by side in one folder
+    (each case's files under ``<case>__<name>``), ingested by both: the same outcome for every file
+    and the same rows in every staging table, ops.quarantine and ops.ingested_files."""
+    import datetime as dt  # noqa: PLC0415
+
+    from warehouse.db import connect, migrate  # noqa: PLC0415
+    from warehouse.ingest import Ingestor  # noqa: PLC0415
+    from warehouse.spark.ingest import SparkIngest  # noqa: PLC0415
+
+    landing = tmp_path / "landing"
+    cases = sorted(p for p in (REPO / "tests" / "corpus").iterdir() if p.is_dir())
+    for case in cases:
+        for f in case.rglob("*"):
+            if f.is_file():
+                rel = f.relative_to(case)
+                dest = landing / rel.parent / f"{case.name}__{rel.name}"
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, dest)
+    now = dt.datetime(2025, 8, 1)  # tests/test_corpus.py's "today"
+    con = connect(tmp_path / "w.duckdb")
+    migrate(con)
+    duck = Ingestor(con, landing, now=now).ingest()
+    for db in ("stg", "ops"):  # this test's tables only (the test above left its own registered)
+        if spark.catalog.databaseExists(db):
+            for t in spark.catalog.listTables(db):
+                spark.sql(f"DROP TABLE IF EXISTS {db}.{t.name}")
+    got = SparkIngest(spark, str(landing), str(tmp_path / "tables"), str(tmp_path / "scratch"), now=now).ingest()
+
+    def outcome(summary):  # noqa: ANN001, ANN202
+        return sorted((f.file, f.status, f.format, f.table, f.rows_in, f.rows_loaded, f.rows_duplicate, f.rows_quarantined)
+                      for f in summary.files)
+
+    assert len(cases) >= 50 and len(got.files) >= 70
+    assert outcome(got) == outcome(duck), sorted(set(outcome(got)) ^ set(outcome(duck)))
+    statuses = {f.status for f in got.files}
+    assert statuses == {"loaded", "unreadable", "already_ingested"}
+    assert _compare_all(con, spark) == {}
+    # not over empty tables: the corpus quarantines records of every family (hand-counted in
+    # tests/test_corpus.py; here only that there are many) and loads bills in USD and EUR
+    (q,), = _spark(spark, "SELECT count(*) FROM ops.quarantine")
+    (eur,), = _spark(spark, "SELECT count(*) FROM stg.openai_costs WHERE currency = 'EUR'")
+    assert q > 50 and eur == 2
+    con.close()
+
+
 def test_a_landing_uri_needs_the_spark_ingest(tmp_path, capsys):
     """`--landing s3a://...` is read by the Spark engine's ingest only: the DuckDB engine, or the Spark
     engine with `[engine] ingest = "duckdb"`, refuse it (exit 2) before starting anything; a bad
