@@ -584,51 +584,10 @@ class Ingestor:
 
     def _classify_batch(self, table: str, key: tuple[str, ...] | None, col_names: list[str]) -> None:
         """Add _verdict to _batch_rows and the conflicts to _batch_quarantine (see _prepare)."""
-        con = self.con
-        if not key:
-            con.execute("ALTER TABLE _batch_rows ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
+        if not verdicts(self.con, table, key, col_names, "_batch_rows", ("_file", "_ord")):
             return
-        values = [c for c in col_names if c != "line"]
-        k = ", ".join(f'"{c}"' for c in key)
-        vals = lambda alias: "struct_pack(" + ", ".join(f'"{c}" := {alias}."{c}"' for c in values) + ")"  # noqa: E731
-        key_eq = " AND ".join(f'i."{c}" IS NOT DISTINCT FROM s."{c}"' for c in key)
-        seen = con.execute(f"SELECT 1 FROM {table} s SEMI JOIN _batch_rows i ON {key_eq} LIMIT 1").fetchall() != []
-        if seen:
-            existing = f"""SELECT i._file, i._ord,
-                       bool_or({vals('i')} IS NOT DISTINCT FROM {vals('s')}) AS same_vals
-                FROM ranked i JOIN {table} s ON {key_eq}
-                GROUP BY i._file, i._ord"""
-        else:
-            rows, keys = con.execute(
-                f"SELECT (SELECT count(*) FROM _batch_rows), (SELECT count(*) FROM (SELECT DISTINCT {k} FROM _batch_rows))"
-            ).fetchall()[0]
-            if rows == keys:  # no key stored, none repeated in the batch: every row is new
-                con.execute("ALTER TABLE _batch_rows ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
-                return
-            existing = "SELECT NULL::INTEGER AS _file, NULL::BIGINT AS _ord, NULL::BOOLEAN AS same_vals WHERE false"
-        con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE _batch_rows AS
-            WITH ranked AS (
-                SELECT *, row_number() OVER (PARTITION BY {k} ORDER BY _file, _ord) AS _rn,
-                       first_value({vals('_batch_rows')}) OVER (PARTITION BY {k} ORDER BY _file, _ord) AS _first_vals
-                FROM _batch_rows
-            ),
-            existing AS (
-                {existing}
-            )
-            SELECT ranked.* EXCLUDE (_rn, _first_vals),
-                   CASE
-                       WHEN e._ord IS NOT NULL AND e.same_vals THEN 'duplicate'
-                       WHEN e._ord IS NOT NULL THEN 'conflict'
-                       WHEN _rn > 1 AND {vals('ranked')} IS NOT DISTINCT FROM _first_vals THEN 'duplicate'
-                       WHEN _rn > 1 THEN 'conflict'
-                       ELSE 'new'
-                   END AS _verdict
-            FROM ranked LEFT JOIN existing e USING (_file, _ord)
-            ORDER BY _file, _ord"""
-        )
         key_list = ", ".join(key)
-        con.execute(
+        self.con.execute(
             """INSERT INTO _batch_quarantine
                SELECT _file, 2, _ord, line, ?, 'conflicting_duplicate: same key as a loaded row, other values', NULL
                FROM _batch_rows WHERE _verdict = 'conflict'""",
@@ -699,52 +658,69 @@ class Ingestor:
     def _classify(self, table: str, key: tuple[str, ...] | None, col_names: list[str]) -> tuple[int, int]:
         """Add _verdict ('new', 'duplicate', 'conflict') to _incoming; return (duplicates, conflicts)."""
         con = self.con
-        if not key:
-            con.execute("ALTER TABLE _incoming ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
+        if not verdicts(con, table, key, col_names, "_incoming", ("_ord",)):
             return 0, 0
-        values = [c for c in col_names if c != "line"]
-        k = ", ".join(f'"{c}"' for c in key)
-        vals = lambda alias: "struct_pack(" + ", ".join(f'"{c}" := {alias}."{c}"' for c in values) + ")"  # noqa: E731
-        key_eq = " AND ".join(f'i."{c}" IS NOT DISTINCT FROM s."{c}"' for c in key)
-        # Is any key of the file stored already? A scan of the key column(s) only. Usually not (a
-        # new day of calls): then the comparison of whole rows below, which reads every column of
-        # the stored table, is skipped, and the cost of a new file barely grows with the history.
-        seen = con.execute(f"SELECT 1 FROM {table} s SEMI JOIN _incoming i ON {key_eq} LIMIT 1").fetchall() != []
-        if seen:
-            existing = f"""SELECT i._ord,
-                       bool_or({vals('i')} IS NOT DISTINCT FROM {vals('s')}) AS same_vals
-                FROM ranked i JOIN {table} s ON {key_eq}
-                GROUP BY i._ord"""
-        else:
-            rows, keys = con.execute(
-                f"SELECT (SELECT count(*) FROM _incoming), (SELECT count(*) FROM (SELECT DISTINCT {k} FROM _incoming))"
-            ).fetchall()[0]
-            if rows == keys:  # no key stored, none repeated in the file: every row is new
-                con.execute("ALTER TABLE _incoming ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
-                return 0, 0
-            existing = "SELECT NULL::BIGINT AS _ord, NULL::BOOLEAN AS same_vals WHERE false"
-        con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE _incoming AS
-            WITH ranked AS (
-                SELECT *, row_number() OVER (PARTITION BY {k} ORDER BY _ord) AS _rn,
-                       first_value({vals('_incoming')}) OVER (PARTITION BY {k} ORDER BY _ord) AS _first_vals
-                FROM _incoming
-            ),
-            existing AS (
-                {existing}
-            )
-            SELECT ranked.* EXCLUDE (_rn, _first_vals),
-                   CASE
-                       WHEN e._ord IS NOT NULL AND e.same_vals THEN 'duplicate'
-                       WHEN e._ord IS NOT NULL THEN 'conflict'
-                       WHEN _rn > 1 AND {vals('ranked')} IS NOT DISTINCT FROM _first_vals THEN 'duplicate'
-                       WHEN _rn > 1 THEN 'conflict'
-                       ELSE 'new'
-                   END AS _verdict
-            FROM ranked LEFT JOIN existing e USING (_ord)"""
-        )
         dup, conflict = con.execute(
             "SELECT count(*) FILTER (_verdict = 'duplicate'), count(*) FILTER (_verdict = 'conflict') FROM _incoming"
         ).fetchall()[0]
         return dup, conflict
 
+
+def verdicts(con: duckdb.DuckDBPyConnection, table: str, key: tuple[str, ...] | None, col_names: list[str],
+             rows: str, order: tuple[str, ...]) -> bool:
+    """Add ``_verdict`` ('new', 'duplicate', 'conflict') to the temp table ``rows`` (one file's rows,
+    or a batch's: ``order`` = their position, e.g. ``("_file", "_ord")``) against the rows stored in
+    ``table`` under the natural ``key`` and against the earlier rows of ``rows`` itself. Returns
+    False when every row is new (no key, or no key stored nor repeated: nothing to count)."""
+    if not key:
+        con.execute(f"ALTER TABLE {rows} ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
+        return False
+    values = [c for c in col_names if c != "line"]
+    k = ", ".join(f'"{c}"' for c in key)
+    pos = ", ".join(order)
+
+    def vals(alias: str) -> str:
+        return "struct_pack(" + ", ".join(f'"{c}" := {alias}."{c}"' for c in values) + ")"
+
+    key_eq = " AND ".join(f'i."{c}" IS NOT DISTINCT FROM s."{c}"' for c in key)
+    # Is any key of the rows stored already? A scan of the key column(s) only. Usually not (a new
+    # day of calls): then the comparison of whole rows below, which reads every column of the
+    # stored table, is skipped, and the cost of a new file barely grows with the history.
+    seen = con.execute(f"SELECT 1 FROM {table} s SEMI JOIN {rows} i ON {key_eq} LIMIT 1").fetchall() != []
+    if seen:
+        existing = f"""SELECT {', '.join(f'i.{c}' for c in order)},
+                   bool_or({vals('i')} IS NOT DISTINCT FROM {vals('s')}) AS same_vals
+            FROM ranked i JOIN {table} s ON {key_eq}
+            GROUP BY {', '.join(f'i.{c}' for c in order)}"""
+    else:
+        n, keys = con.execute(
+            f"SELECT (SELECT count(*) FROM {rows}), (SELECT count(*) FROM (SELECT DISTINCT {k} FROM {rows}))"
+        ).fetchall()[0]
+        if n == keys:  # no key stored, none repeated in the rows: every row is new
+            con.execute(f"ALTER TABLE {rows} ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
+            return False
+        types = {"_file": "INTEGER", "_ord": "BIGINT"}
+        existing = ("SELECT " + ", ".join(f"NULL::{types[c]} AS {c}" for c in order)
+                    + ", NULL::BOOLEAN AS same_vals WHERE false")
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE {rows} AS
+        WITH ranked AS (
+            SELECT *, row_number() OVER (PARTITION BY {k} ORDER BY {pos}) AS _rn,
+                   first_value({vals(rows)}) OVER (PARTITION BY {k} ORDER BY {pos}) AS _first_vals
+            FROM {rows}
+        ),
+        existing AS (
+            {existing}
+        )
+        SELECT ranked.* EXCLUDE (_rn, _first_vals),
+               CASE
+                   WHEN e._ord IS NOT NULL AND e.same_vals THEN 'duplicate'
+                   WHEN e._ord IS NOT NULL THEN 'conflict'
+                   WHEN _rn > 1 AND {vals('ranked')} IS NOT DISTINCT FROM _first_vals THEN 'duplicate'
+                   WHEN _rn > 1 THEN 'conflict'
+                   ELSE 'new'
+               END AS _verdict
+        FROM ranked LEFT JOIN existing e USING ({pos})
+        ORDER BY {pos}"""
+    )
+    return True

@@ -116,6 +116,17 @@ def late_partitions(touched: list[dt.date], requested: set[str]) -> list[str]:
     return days if len(days) <= LATE_DAYS_MAX else []
 
 
+def _model_checks(table: str, checks, con, failed: set[str]):  # noqa: ANN001, ANN202
+    """The selected SQL checks of one model table, as check results; a table with a failing
+    check is added to ``failed``."""
+    for c in MODEL_CHECKS:
+        if c.asset == table and dg.AssetCheckKey(key_of(c.asset), c.name) in checks:
+            res = _check_result(c, con)
+            if not res.passed:
+                failed.add(table)
+            yield res
+
+
 def _check_result(check: SqlCheck, con) -> dg.AssetCheckResult:  # noqa: ANN001
     bad, sample = check.run(con)
     return dg.AssetCheckResult(
@@ -272,12 +283,7 @@ with warnings.catch_warnings():
                     # its last materialisation is the run that built it
                     kept += 1
                     if not nothing:
-                        for c in MODEL_CHECKS:
-                            if c.asset == m.table and dg.AssetCheckKey(key_of(c.asset), c.name) in checks:
-                                res = _check_result(c, con)
-                                if not res.passed:
-                                    failed.add(m.table)
-                                yield res
+                        yield from _model_checks(m.table, checks, con, failed)
                     continue
                 # marts show their schema (with column docs) and a preview of their head in the UI
                 meta = (table_metadata(con, m.table, rows=done.rows) if m.schema == "marts"
@@ -292,12 +298,7 @@ with warnings.catch_warnings():
                             metadata={"reason": "day touched by a file ingested in this run", "dagster/row_count": done.rows}))
                     meta |= {"days_touched_by_new_files": len(touched), "late_days_recorded": len(late)}
                 yield dg.MaterializeResult(asset_key=key_of(m.table), metadata=meta)
-                for c in MODEL_CHECKS:
-                    if c.asset == m.table and dg.AssetCheckKey(key_of(c.asset), c.name) in checks:
-                        res = _check_result(c, con)
-                        if not res.passed:
-                            failed.add(m.table)
-                        yield res
+                yield from _model_checks(m.table, checks, con, failed)
             # an economics mart is rebuilt when a model it reads was, a staging table it reads got
             # rows in this run (catalog files such as substitutions.csv), or an economics mart it reads was
             changed = set(scope.tables or ()) | incremental.tables_with_new_rows(con, build_.build_id)

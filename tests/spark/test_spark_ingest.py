@@ -73,6 +73,16 @@ FILE_COLS = ("file_id, file, sha256, folder, format, target_table, status, rows_
 QUARANTINE_COLS = "file_id, file, line, field, reason, raw"
 
 
+@pytest.fixture(autouse=True)
+def _own_staging_tables(spark):  # noqa: ANN001, ANN202
+    """Each test ingests into tables of its own: the staging and ops tables an earlier test of the
+    session registered (test_run_cli's run, the scenario's bridge) are unregistered first."""
+    for db in ("stg", "ops"):
+        if spark.catalog.databaseExists(db):
+            for t in spark.catalog.listTables(db):
+                spark.sql(f"DROP TABLE IF EXISTS {db}.{t.name}")
+
+
 def _duck(con, sql: str) -> list[tuple]:  # noqa: ANN001
     return [tuple(_norm(v) for v in r) for r in con.execute(sql).fetchall()]
 
@@ -198,10 +208,6 @@ def test_spark_ingest_equals_the_duckdb_ingest_on_the_whole_bad_input_corpus(spa
     con = connect(tmp_path / "w.duckdb")
     migrate(con)
     duck = Ingestor(con, landing, now=now).ingest()
-    for db in ("stg", "ops"):  # this test's tables only (the test above left its own registered)
-        if spark.catalog.databaseExists(db):
-            for t in spark.catalog.listTables(db):
-                spark.sql(f"DROP TABLE IF EXISTS {db}.{t.name}")
     got = SparkIngest(spark, str(landing), str(tmp_path / "tables"), str(tmp_path / "scratch"), now=now).ingest()
 
     def outcome(summary):  # noqa: ANN001, ANN202
