@@ -478,17 +478,8 @@ class Ingestor:
             for side_table, side_rows in parsed.side.items():
                 self._load_side(side_table, side_rows, file_id)
             quarantined = con.execute("SELECT count(*) FROM ops.quarantine WHERE file_id = ?", [file_id]).fetchall()[0][0]
-            rows_in = parsed.rows_in
-            if loaded + dup + quarantined != rows_in:
-                raise RuntimeError(
-                    f"{rel}: accounting broken: rows_in {rows_in} != loaded {loaded} + duplicate {dup} + quarantined {quarantined}"
-                )
-            con.execute(
-                f"INSERT INTO ops.ingested_files ({_FILE_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'loaded', ?, ?, ?, ?, ?, ?, ?, ?)",
-                [file_id, rel, sha, folder, parsed.format, table, rows_in, loaded, dup, quarantined,
-                 parsed.meta.get("effective_from"), nbytes, self.now, mtime_ns],
-            )
+            rows_in = self._record_loaded(file_id, rel, sha, folder, nbytes, mtime_ns, table, parsed,
+                                          loaded, dup, quarantined)
             con.execute("COMMIT")
         except Exception:
             con.execute("ROLLBACK")
@@ -613,17 +604,10 @@ class Ingestor:
                 f"INSERT INTO {table} (file_id, {names}) SELECT ?, {names} FROM _batch_rows "
                 "WHERE _file = ? AND _verdict = 'new' ORDER BY _ord",
                 [file_id, k]).fetchall()[0]
-            rows_in = parsed.rows_in
-            if loaded != new or loaded + dup + quarantined != rows_in:
-                raise RuntimeError(
-                    f"{rel}: accounting broken: rows_in {rows_in} != loaded {loaded} + duplicate {dup} + quarantined {quarantined}"
-                )
-            con.execute(
-                f"INSERT INTO ops.ingested_files ({_FILE_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'loaded', ?, ?, ?, ?, ?, ?, ?, ?)",
-                [file_id, rel, sha, folder, parsed.format, table, rows_in, loaded, dup, quarantined,
-                 parsed.meta.get("effective_from"), nbytes, self.now, mtime_ns],
-            )
+            if loaded != new:
+                raise RuntimeError(f"{rel}: accounting broken: {loaded} rows loaded, {new} prepared as new")
+            rows_in = self._record_loaded(file_id, rel, sha, folder, nbytes, mtime_ns, table, parsed,
+                                          loaded, dup, quarantined)
             con.execute("COMMIT")
         except Exception:
             con.execute("ROLLBACK")
@@ -637,6 +621,24 @@ class Ingestor:
         for w in parsed.meta.get("warnings", []):
             log.warning("%s: %s", rel, w)
         return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined)
+
+    def _record_loaded(self, file_id: int, rel: str, sha: str, folder: str, nbytes: int, mtime_ns: int | None,  # noqa: PLR0913
+                       table: str, parsed: Parsed, loaded: int, dup: int, quarantined: int) -> int:
+        """Inside a file's load transaction: check rows_in = loaded + duplicate + quarantined (a file
+        that breaks it fails the load, naming the file) and write its ops.ingested_files row;
+        returns rows_in."""
+        rows_in = parsed.rows_in
+        if loaded + dup + quarantined != rows_in:
+            raise RuntimeError(
+                f"{rel}: accounting broken: rows_in {rows_in} != loaded {loaded} + duplicate {dup} + quarantined {quarantined}"
+            )
+        self.con.execute(
+            f"INSERT INTO ops.ingested_files ({_FILE_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'loaded', ?, ?, ?, ?, ?, ?, ?, ?)",
+            [file_id, rel, sha, folder, parsed.format, table, rows_in, loaded, dup, quarantined,
+             parsed.meta.get("effective_from"), nbytes, self.now, mtime_ns],
+        )
+        return rows_in
 
     def _load_side(self, table: str, rows: pa.Table, file_id: int) -> None:
         """Insert the side rows whose main row (same ``line``) was just loaded as new."""
