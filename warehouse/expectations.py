@@ -32,6 +32,7 @@ import logging
 import math
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -188,10 +189,37 @@ class SuiteResult:
 # Running GX
 
 _CONTEXT: Any = None
+_CONTEXT_LOCK = threading.Lock()
+_PREWARM: threading.Thread | None = None
+
+
+def prewarm() -> None:
+    """Import GX and make its context in a background thread, so that the seconds of import
+    overlap work the run does meanwhile (the ingest step calls this at its first new landing file:
+    DuckDB's loads release the GIL). The check that then validates waits for it in
+    :func:`_gx_context`; an import that fails here is retried there, which raises."""
+    global _PREWARM
+    if _CONTEXT is not None or _PREWARM is not None:
+        return
+    _PREWARM = threading.Thread(target=_prewarm, name="thinktax-gx-import", daemon=True)
+    _PREWARM.start()
+
+
+def _prewarm() -> None:
+    try:
+        _gx_context()
+    except Exception:  # noqa: BLE001 - _gx_context raises it again where it is used
+        log.debug("Great Expectations import in the background failed", exc_info=True)
 
 
 def _gx_context() -> Any:
-    """One ephemeral GX context per process (GX is imported here, on first use)."""
+    """One ephemeral GX context per process (GX is imported here, on first use, or by
+    :func:`prewarm`'s thread: the lock makes the other caller wait for it)."""
+    with _CONTEXT_LOCK:
+        return _make_context()
+
+
+def _make_context() -> Any:
     global _CONTEXT
     if _CONTEXT is None:
         os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")

@@ -282,7 +282,10 @@ class Ingestor:
         return self._columns[table]
 
     # -- one file ----------------------------------------------------------------------------
-    def ingest(self, paths: list[Path] | None = None, progress: Callable[[str], None] | None = None) -> IngestSummary:
+    def ingest(self, paths: list[Path] | None = None, progress: Callable[[str], None] | None = None,
+               on_new: Callable[[], None] | None = None) -> IngestSummary:
+        """Ingest every landing file (or ``paths``) not ingested yet; ``on_new`` is called once,
+        after the first file that was not (the ingest step starts Great Expectations' import then)."""
         summary = IngestSummary()
         folders = _Folders(self)
         todo = paths if paths is not None else landing_files(self.landing)
@@ -299,6 +302,9 @@ class Ingestor:
             self._queue = todo[i + 1:]
             result = self.ingest_file(path, rel, folders)
             summary.files.append(result)
+            if on_new is not None and result.status != "already_ingested":
+                on_new()
+                on_new = None
             if result.table == "stg.fx_rates":
                 self.ctx = dataclasses.replace(self.ctx, fx_usd_per_unit=self._fx_rates())
         return summary

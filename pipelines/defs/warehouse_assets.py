@@ -45,7 +45,7 @@ from pipelines.defs.economics_assets import ECONOMICS, result_metadata
 from pipelines.defs.gx_checks import CHECK_NAME as GX_CHECK, gx_check_results
 from pipelines.defs.metadata import table_metadata
 from pipelines.defs.resources import ThinktaxResource
-from warehouse import comments, incremental
+from warehouse import comments, expectations, incremental
 from warehouse.checks import SqlCheck, load_checks
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 from warehouse.ingest import Ingestor
@@ -184,7 +184,8 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
     build_.start(cfg.settings_row())
     yield dg.MaterializeResult(asset_key=SETTINGS, metadata={"build_file": str(build_.path), "config": cfg.source or "defaults"})
     with build_.connect() as con:
-        summary = Ingestor(con, thinktax.landing_dir).ingest(progress=lambda f: progress.report("ingest", f))
+        summary = Ingestor(con, thinktax.landing_dir).ingest(progress=lambda f: progress.report("ingest", f),
+                                                             on_new=expectations.prewarm)
         touched = record_new_file_days(con, build_.build_id)
         tags = dict(context.run.tags)
         scope = incremental.plan(con, build_.build_id, full=config.full_rebuild,

@@ -9,6 +9,7 @@ import time
 from services.config import resolve_paths
 
 NAME = "demo"
+EXIT_FAST = True  # exits without the interpreter teardown (thinktax/cli.py entry)
 HELP = "Write the deterministic demo landing folder (~250k calls over 55 days), run the pipeline on it and print a summary."
 
 

@@ -9,6 +9,7 @@ import sys
 from services.config import ConfigError, load_config, resolve_paths
 
 NAME = "run"
+EXIT_FAST = True  # exits without the interpreter teardown (thinktax/cli.py entry)
 HELP = "Ingest every new file under the landing folder, rebuild the marts, run the checks and publish the warehouse."
 
 
