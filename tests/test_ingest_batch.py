@@ -43,21 +43,22 @@ TABLES = {
 }
 
 
-def _ingest(landing, path, monkeypatch, batch_files):
+def _ingest(landing, path, monkeypatch, batch_files, commit_every=1):
     monkeypatch.setattr(ingest, "BATCH_FILES", batch_files)
     b = Build(path, "t")
     b.start(Config().settings_row())
     with b.connect() as con:
-        summary = ingest.Ingestor(con, landing, now=NOW).ingest()
+        summary = ingest.Ingestor(con, landing, now=NOW, commit_every=commit_every).ingest()
         tables = {t: con.execute(q).fetchall() for t, q in TABLES.items()}
     return summary, tables
 
 
-@pytest.mark.parametrize("batch_files", [2, 3, 64])
-def test_batched_parse_writes_what_one_file_at_a_time_writes(tmp_path, monkeypatch, batch_files):
+@pytest.mark.parametrize(("batch_files", "commit_every"), [(2, 1), (3, 1), (64, 1), (1, 4), (3, 2), (64, 64)])
+def test_batched_parse_writes_what_one_file_at_a_time_writes(tmp_path, monkeypatch, batch_files, commit_every):
+    """... and so does committing a group of files at a time (the pipeline's build: commit_every)."""
     landing = write_files(tmp_path / "landing", FILES)
     one_summary, one = _ingest(landing, tmp_path / "one.duckdb", monkeypatch, 1)
-    many_summary, many = _ingest(landing, tmp_path / "many.duckdb", monkeypatch, batch_files)
+    many_summary, many = _ingest(landing, tmp_path / "many.duckdb", monkeypatch, batch_files, commit_every)
     assert many == one
     assert [(f.file, f.status, f.rows_in, f.rows_loaded, f.rows_duplicate, f.rows_quarantined, f.message)
             for f in many_summary.files] == [
@@ -183,3 +184,55 @@ def test_a_batch_that_cannot_be_prepared_loads_file_by_file(tmp_path, monkeypatc
     _, many = _ingest(landing, tmp_path / "many.duckdb", monkeypatch, 64)
     assert tried == ["stg.requests"]
     assert many == one
+
+
+def test_a_duckdb_error_while_preparing_does_not_abort_the_open_group_of_files(tmp_path, monkeypatch):
+    """Files are committed in groups in a build (commit_every); a batch's preparation fails inside
+    DuckDB (a real error, which aborts a transaction it runs in): it is caught and the files load
+    one by one, so the group before it must have been committed first, not lost."""
+    files = {"prices/llm/prices.2026-06-01.csv": "provider,model,input_usd_per_mtok,output_usd_per_mtok\nopenai,o3,2,8\n",
+             **FILES}
+    landing = write_files(tmp_path / "landing", files)
+    _, one = _ingest(landing, tmp_path / "one.duckdb", monkeypatch, 1)
+
+    def failing(self, *args):
+        self.con.execute("SELECT * FROM no_such_table")
+
+    monkeypatch.setattr(ingest.Ingestor, "_classify_batch", failing)
+    summary, many = _ingest(landing, tmp_path / "many.duckdb", monkeypatch, 64, commit_every=64)
+    assert many == one
+    assert summary.files[0].file.startswith("prices/") and summary.files[0].rows_loaded == 1
+
+
+@pytest.mark.parametrize("batch_files", [1, 64])
+def test_an_error_inside_a_group_rolls_the_whole_group_back(tmp_path, monkeypatch, batch_files):
+    """commit_every=64: the third file's load fails; nothing of the group is left (no file
+    registered, no row, no quarantine row), and the next ingest loads everything as a clean one."""
+    landing = write_files(tmp_path / "landing", FILES)
+    _, clean = _ingest(landing, tmp_path / "clean.duckdb", monkeypatch, 1)
+    monkeypatch.setattr(ingest, "BATCH_FILES", batch_files)
+    real, seen = ingest.Ingestor._record_loaded, []
+
+    def failing_third(self, file_id, rel, *args):
+        seen.append(rel)
+        if len(seen) == 3:
+            raise RuntimeError(f"{rel}: simulated failure")
+        return real(self, file_id, rel, *args)
+
+    b = Build(tmp_path / "w.duckdb", "t")
+    b.start(Config().settings_row())
+    with b.connect() as con:
+        monkeypatch.setattr(ingest.Ingestor, "_record_loaded", failing_third)
+        with pytest.raises(RuntimeError, match="simulated failure"):
+            ingest.Ingestor(con, landing, now=NOW, commit_every=64).ingest()
+        assert len(seen) == 3
+        for table in ("ops.ingested_files", "stg.requests", "ops.quarantine"):
+            assert con.execute(f"SELECT count(*) FROM {table}").fetchall() == [(0,)], table
+        monkeypatch.setattr(ingest.Ingestor, "_record_loaded", real)
+        ingest.Ingestor(con, landing, now=NOW, commit_every=64).ingest()
+        assert {t: con.execute(q).fetchall() for t, q in TABLES.items()} == clean
+
+
+def test_commit_every_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="commit_every"):
+        ingest.Ingestor(None, tmp_path, commit_every=0)

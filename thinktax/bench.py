@@ -264,7 +264,7 @@ def nightly(results: Results, name: str, published: Path, landing: Path, setting
             log: Callable[[str], None]) -> float:
     """One warehouse-level nightly run, step by step; returns its total seconds."""
     from warehouse.db import Build  # noqa: PLC0415
-    from warehouse.ingest import Ingestor  # noqa: PLC0415
+    from warehouse.ingest import BUILD_COMMIT_EVERY, Ingestor  # noqa: PLC0415
     from warehouse import incremental  # noqa: PLC0415
     from warehouse.transform import build_all  # noqa: PLC0415
 
@@ -278,7 +278,7 @@ def nightly(results: Results, name: str, published: Path, landing: Path, setting
     con = _quiet(build.connect())
     try:
         with phase(results, f"{name}: ingest new day", log=log) as row:
-            summary = Ingestor(con, landing).ingest()
+            summary = Ingestor(con, landing, commit_every=BUILD_COMMIT_EVERY).ingest()
             row.rows = summary.total("rows_loaded")
             row.note = f"{len(summary.files)} landing files, {len(summary.new_files)} new (only new ones are read)"
         total += row.seconds
@@ -426,7 +426,7 @@ def _probe_dagster(folder: Path) -> None:
 def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[str], None],
           engine: str = "duckdb") -> Results:
     from warehouse.db import Build  # noqa: PLC0415
-    from warehouse.ingest import Ingestor  # noqa: PLC0415
+    from warehouse.ingest import BUILD_COMMIT_EVERY, Ingestor  # noqa: PLC0415
     from warehouse.transform import build_all  # noqa: PLC0415
 
     results = Results()
@@ -453,7 +453,7 @@ def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[
             fcon.execute("CHECKPOINT")
     floor_db.unlink()
     with phase(results, "ingest: thinktax (Ingestor)", floor="ingest: floor (read_json)", log=log) as row:
-        summary = Ingestor(con, data.landing).ingest()
+        summary = Ingestor(con, data.landing, commit_every=BUILD_COMMIT_EVERY).ingest()
         row.rows = _count(con, "stg.requests")
         row.note = f"{len(summary.files)} files, {summary.total('rows_quarantined')} quarantined"
 

@@ -48,7 +48,7 @@ from pipelines.defs.resources import ThinktaxResource
 from warehouse import comments, expectations, incremental
 from warehouse.checks import SqlCheck, load_checks
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
-from warehouse.ingest import Ingestor
+from warehouse.ingest import BUILD_COMMIT_EVERY, Ingestor
 from warehouse.rebuild import rebuild
 from warehouse.transform import load_models
 
@@ -184,8 +184,9 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
     build_.start(cfg.settings_row())
     yield dg.MaterializeResult(asset_key=SETTINGS, metadata={"build_file": str(build_.path), "config": cfg.source or "defaults"})
     with build_.connect() as con:
-        summary = Ingestor(con, thinktax.landing_dir).ingest(progress=lambda f: progress.report("ingest", f),
-                                                             on_new=expectations.prewarm)
+        # the build is thrown away unless the whole run succeeds: files are committed in groups
+        summary = Ingestor(con, thinktax.landing_dir, commit_every=BUILD_COMMIT_EVERY).ingest(
+            progress=lambda f: progress.report("ingest", f), on_new=expectations.prewarm)
         touched = record_new_file_days(con, build_.build_id)
         tags = dict(context.run.tags)
         scope = incremental.plan(con, build_.build_id, full=config.full_rebuild,

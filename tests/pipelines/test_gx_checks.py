@@ -22,6 +22,9 @@ import pytest
 from pipelines.defs.warehouse_assets import PUBLISHED, staging_tables
 from warehouse import expectations as E
 from warehouse.db import migrate, utcnow
+from warehouse.ingest import Ingestor
+
+REPO = Path(__file__).resolve().parents[2]
 
 NOW = dt.datetime(2026, 8, 1)
 
@@ -325,3 +328,42 @@ def test_check_metadata_shows_each_expectation(tmp_path, monkeypatch):
     assert "| completion_tokens >= thinking_tokens | yes | 0 |" in meta["expectations"]
     passed, nodes = stored("stg.nodes")
     assert passed and nodes["rows_new"] == 0 and "nothing to validate" in nodes["scope"]
+
+
+PREWARM = """
+import sys, threading
+from warehouse import expectations as e
+assert "great_expectations" not in sys.modules
+e.prewarm()
+e.prewarm()  # a second call starts nothing
+threads = [t for t in threading.enumerate() if t.name == "thinktax-gx-import"]
+ctx = e._gx_context()  # waits for the thread's import (or makes it, the thread then finds it made)
+for t in threads:
+    t.join(120)
+print(len(threads), ctx is e._CONTEXT, "great_expectations" in sys.modules, sys.modules.get("pyspark", "absent") is not None,
+      type(ctx).__name__)
+"""
+
+
+def test_prewarm_imports_gx_once_in_the_background_and_the_check_gets_that_context():
+    """The ingest step starts GX's import in a thread at its first new file (overlapping the
+    loads); the check then uses the same one context, and pyspark is not left hidden."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", PREWARM], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["1", "True", "True", "True", "EphemeralDataContext"]
+
+
+def test_the_ingest_says_once_when_it_meets_its_first_new_file(tmp_path):
+    """``on_new`` (the ingest step passes expectations.prewarm): once for a landing with new files,
+    never when every file was ingested before (a no-op run does not import GX)."""
+    landing = write(tmp_path / "landing", LANDING)
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    migrate(con)
+    calls = []
+    Ingestor(con, landing).ingest(on_new=lambda: calls.append("new"))
+    assert calls == ["new"]
+    Ingestor(con, landing).ingest(on_new=lambda: calls.append("again"))
+    assert calls == ["new"]
