@@ -56,13 +56,18 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import gc
+import importlib
+import logging
 import math
 import os
 import sys
+import threading
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+
+log = logging.getLogger("thinktax.forecast")
 
 BACKTEST_DAYS = 30
 BACKTEST_STEP_DAYS = 7
@@ -274,6 +279,29 @@ def _workers(jobs: int) -> int:
     return max(1, min(len(os.sched_getaffinity(0)), jobs))
 
 
+_PREWARM: threading.Thread | None = None
+_ETS = "statsmodels.tsa.exponential_smoothing.ets"
+
+
+def prewarm() -> None:
+    """Import statsmodels' ETS (~1-2 s) in a background thread. The models step starts it when the
+    spend forecast will be rebuilt, before its SQL models, which run in DuckDB without the GIL:
+    the import overlaps them. :func:`forecast_many` waits for the thread before anything else
+    (before its fork in particular); an import that failed here is retried there, which raises."""
+    global _PREWARM
+    if _PREWARM is not None or _ETS in sys.modules:
+        return
+
+    def run() -> None:
+        try:
+            importlib.import_module(_ETS)
+        except Exception:  # noqa: BLE001 - forecast_many imports it again, and raises
+            log.debug("statsmodels import in the background failed", exc_info=True)
+
+    _PREWARM = threading.Thread(target=run, name="thinktax-statsmodels-import", daemon=True)
+    _PREWARM.start()
+
+
 def forecast_many(jobs: list[Job], *, seed: int = SEED) -> list[SeriesForecast]:
     """``forecast_daily(first_day, values, last_day, horizon_months, seed=seed)`` for each job, in order.
 
@@ -282,6 +310,8 @@ def forecast_many(jobs: list[Job], *, seed: int = SEED) -> list[SeriesForecast]:
     inputs are fitted once; the distinct ones that need model fits are spread over worker
     processes forked from this one (statsmodels imported first, so that no worker imports it).
     """
+    if _PREWARM is not None:
+        _PREWARM.join()  # no thread of ours may be importing when the workers are forked
     keys = [(first, np.asarray(y, dtype=float).tobytes(), last, horizon) for first, y, last, horizon in jobs]
     unique: dict[tuple, int] = {}
     for k in keys:

@@ -116,3 +116,35 @@ def test_many_series_in_worker_processes_give_exactly_the_one_by_one_results(mon
     for workers in ("2", "1"):
         monkeypatch.setenv("THINKTAX_FORECAST_WORKERS", workers)
         assert forecast_many(jobs) == want
+
+
+PREWARM = """
+import datetime as dt, os, sys, threading
+import numpy as np
+from models import forecast
+assert forecast._ETS not in sys.modules
+forecast.prewarm()
+forecast.prewarm()  # a second call starts nothing
+threads = [t for t in threading.enumerate() if t.name == "thinktax-statsmodels-import"]
+rng = np.random.default_rng(3)
+y = 20 + rng.normal(0, 2, 60)
+jobs = [(dt.date(2026, 1, 1), y, dt.date(2026, 3, 1), 6), (dt.date(2026, 1, 1), y + 5, dt.date(2026, 3, 1), 6)]
+os.environ["THINKTAX_FORECAST_WORKERS"] = "2"
+got = forecast.forecast_many(jobs)  # waits for the import thread, then forks
+alive = [t.is_alive() for t in threads]
+print(len(threads), alive, forecast._ETS in sys.modules, got == [forecast.forecast_daily(*j) for j in jobs])
+"""
+
+
+def test_prewarm_imports_statsmodels_in_a_thread_that_forecast_many_waits_for():
+    """The models step starts statsmodels' import in the background when the spend forecast will
+    be rebuilt; forecast_many must wait for it before forking its workers, and give the same
+    results as fitting each series alone."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.run([sys.executable, "-c", PREWARM], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["1", "[False]", "True", "True"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import dagster as dg
 import duckdb
 
+from models import forecast
 from warehouse.economics import Built, build_gpu_sizing, build_self_host_breakeven
 from warehouse.outlook import (
     build_breakeven_outlook, build_deployment_offers, build_peak_capacity, build_spend_forecast,
@@ -33,6 +34,10 @@ class EconomicsModel:
     deps: frozenset[str]  # 'schema.table' names it reads
     description: str
     builder: Callable[[duckdb.DuckDBPyConnection], Built]
+    # starts importing the builder's heavy library in a background thread; the models step calls
+    # it before the SQL models when it knows this mart will be rebuilt (the import then overlaps
+    # DuckDB's work, which runs without the GIL)
+    warm: Callable[[], None] | None = None
 
     @property
     def key(self) -> dg.AssetKey:
@@ -59,6 +64,7 @@ ECONOMICS = (
         "API and self-hosted spend forecast per month for all, each team and each model, with 80 % and 95 % "
         "intervals (statsmodels ETS, chosen per series by a 30-day backtest). grain: month x scope x scope_value x serving.",
         build_spend_forecast,
+        warm=forecast.prewarm,
     ),
     EconomicsModel(
         "marts.deployment_offers",

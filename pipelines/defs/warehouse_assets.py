@@ -270,6 +270,10 @@ with warnings.catch_warnings():
             # a run that rebuilds nothing: no table changed since the run that built it, whose
             # checks passed (it was published), so they are not run again
             nothing = not scope.full and scope.tables is not None and not scope.tables
+            with_new_rows = incremental.tables_with_new_rows(con, build_.build_id)
+            for e in ECONOMICS:
+                if e.warm is not None and e.key in selected and _rebuilds(con, e, scope, set(scope.tables or ()) | with_new_rows):
+                    e.warm()
             kept = 0
             for m in MODELS:
                 if key_of(m.table) not in selected:
@@ -303,15 +307,13 @@ with warnings.catch_warnings():
                 yield from _model_checks(m.table, checks, con, failed)
             # an economics mart is rebuilt when a model it reads was, a staging table it reads got
             # rows in this run (catalog files such as substitutions.csv), or an economics mart it reads was
-            changed = set(scope.tables or ()) | incremental.tables_with_new_rows(con, build_.build_id)
+            changed = set(scope.tables or ()) | with_new_rows
             for e in ECONOMICS:
                 if e.key not in selected:
                     continue
                 if e.deps & failed:
                     continue
-                # a mart the published warehouse lacks (built before it existed, or by a direct
-                # build of the SQL models only) is built, never "kept"
-                if scope.full or scope.tables is None or e.deps & changed or not _table_exists(con, e.table):
+                if _rebuilds(con, e, scope, changed):
                     changed.add(e.table)
                     progress.report("build", e.table)
                     yield dg.MaterializeResult(asset_key=e.key, metadata=result_metadata(context, e.builder(con)))
@@ -325,6 +327,13 @@ with warnings.catch_warnings():
             yield dg.MaterializeResult(asset_key=ALERTS, metadata=breakeven_alert(context, config, thinktax).metadata)
         if PUBLISHED in selected:
             yield dg.MaterializeResult(asset_key=PUBLISHED, metadata=_publish(build_, thinktax))
+
+
+def _rebuilds(con, e, scope, changed: set[str]) -> bool:  # noqa: ANN001
+    """Whether economics mart ``e`` is rebuilt, ``changed`` being the tables rebuilt or given new
+    rows in this run. A mart the published warehouse lacks (built before it existed, or by a
+    direct build of the SQL models only) is built, never "kept"."""
+    return bool(scope.full or scope.tables is None or e.deps & changed or not _table_exists(con, e.table))
 
 
 def _table_exists(con, table: str) -> bool:  # noqa: ANN001
