@@ -81,5 +81,9 @@ def build_warehouse(landing: Path, warehouse: Path, config: Config | None = None
 @pytest.fixture(autouse=True)
 def _isolated_dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    # Great Expectations validates in the test process (imported once per pytest process), not in a
+    # worker process per run (a ~4 s import each); the worker is tested where a test turns it on
+    # (tests/pipelines/test_gx_checks.py, tests/commands/test_exit_fast.py)
+    monkeypatch.setenv("THINKTAX_GX_WORKER", "0")
     for var in ("THINKTAX_LANDING", "THINKTAX_WAREHOUSE", "THINKTAX_CONFIG"):
         monkeypatch.delenv(var, raising=False)

@@ -27,14 +27,15 @@ GX 1.x has no DuckDB-safe SQL source, so the new rows are taken from DuckDB as a
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import math
 import os
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import duckdb
@@ -189,34 +190,58 @@ class SuiteResult:
 # Running GX
 
 _CONTEXT: Any = None
-_CONTEXT_LOCK = threading.Lock()
-_PREWARM: threading.Thread | None = None
+_WORKER: Any = None  # concurrent.futures.ProcessPoolExecutor: the GX worker process (start_worker)
 
 
-def prewarm() -> None:
-    """Import GX and make its context in a background thread, so that the seconds of import
-    overlap work the run does meanwhile (the ingest step calls this at its first new landing file:
-    DuckDB's loads release the GIL). The check that then validates waits for it in
-    :func:`_gx_context`; an import that fails here is retried there, which raises."""
-    global _PREWARM
-    if _CONTEXT is not None or _PREWARM is not None:
+def start_worker() -> None:
+    """Start one worker process that imports GX and makes its context, in parallel with what this
+    process does meanwhile. The ingest step calls this at its first new landing file: GX's import
+    is ~4 CPU s of Python, which on the demo otherwise ran after the ingest, on the step's own core
+    (in a thread of this process it slowed the ingest by as much, for the GIL). The checks then
+    send each table's new rows there (:func:`submit`); :func:`stop_worker` ends it.
+
+    A spawned process (not forked: DuckDB's threads hold locks). One that cannot be started, or
+    that dies, is replaced by validating in this process; ``THINKTAX_GX_WORKER=0`` turns it off."""
+    global _WORKER
+    if _WORKER is not None or _CONTEXT is not None or os.environ.get("THINKTAX_GX_WORKER", "1").strip() == "0":
         return
-    _PREWARM = threading.Thread(target=_prewarm, name="thinktax-gx-import", daemon=True)
-    _PREWARM.start()
+    import multiprocessing  # noqa: PLC0415
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
 
-
-def _prewarm() -> None:
     try:
-        _gx_context()
-    except Exception:  # noqa: BLE001 - _gx_context raises it again where it is used
-        log.debug("Great Expectations import in the background failed", exc_info=True)
+        _WORKER = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                      initializer=_worker_init)
+        _WORKER.submit(int)  # the pool starts its process at the first task: now
+    except (OSError, RuntimeError) as exc:
+        log.warning("Great Expectations worker process not started (%s): validating in this process", exc)
+        _WORKER = None
+
+
+def stop_worker() -> None:
+    """Tell the worker to end, without waiting for it (its interpreter's teardown, ~0.7 s, then
+    overlaps the rest of the run; the pool's own exit handler reaps it at the latest)."""
+    global _WORKER
+    if _WORKER is not None:
+        pool, _WORKER = _WORKER, None
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def worker_scope() -> Iterator[None]:
+    """A scope at whose end the GX worker, if one was started in it, is stopped (also on error)."""
+    try:
+        yield
+    finally:
+        stop_worker()
+
+
+def _worker_init() -> None:
+    _gx_context()
 
 
 def _gx_context() -> Any:
-    """One ephemeral GX context per process (GX is imported here, on first use, or by
-    :func:`prewarm`'s thread: the lock makes the other caller wait for it)."""
-    with _CONTEXT_LOCK:
-        return _make_context()
+    """One ephemeral GX context per process (GX is imported here, on first use)."""
+    return _make_context()
 
 
 def _make_context() -> Any:
@@ -338,6 +363,16 @@ def validate_new_rows(con: duckdb.DuckDBPyConnection, table: str, first_file_id:
                       now: dt.datetime | None = None, suite: Suite | None = None,
                       sample_rows: int = SAMPLE_ROWS) -> SuiteResult:
     """Validate the rows of ``table`` with ``file_id >= first_file_id`` against its suite."""
+    return submit(con, table, first_file_id, now=now, suite=suite, sample_rows=sample_rows)()
+
+
+def submit(con: duckdb.DuckDBPyConnection, table: str, first_file_id: int, *,
+           now: dt.datetime | None = None, suite: Suite | None = None,
+           sample_rows: int = SAMPLE_ROWS) -> Callable[[], SuiteResult]:
+    """Read the new rows of ``table`` and start their validation: in the GX worker process if one
+    runs (:func:`start_worker`), else when the returned function is called, here. Calling it
+    gives the :class:`SuiteResult`. The checks submit every table first, then collect, so the
+    worker validates one table while this process reads the next."""
     start = time.monotonic()
     now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
     suite = suite or suite_for(con, table, now)
@@ -345,13 +380,42 @@ def validate_new_rows(con: duckdb.DuckDBPyConnection, table: str, first_file_id:
     result = SuiteResult(table, rows_new, 0, first_file_id)
     if rows_new == 0:
         result.seconds = time.monotonic() - start
-        return result
+        return lambda: result
     df = _frame(con, suite, first_file_id, rows_new, sample_rows)
     result.rows_validated = len(df)
     files = dict(con.execute(
         "SELECT file_id, file FROM ops.ingested_files WHERE file_id >= ?", [first_file_id]).fetchall())
+    future = None
+    if _WORKER is not None:
+        try:
+            future = _WORKER.submit(_gx_results, suite, df)
+        except RuntimeError as exc:  # BrokenProcessPool: the worker process died
+            log.warning("Great Expectations worker process died (%s): validating %s in this process", exc, table)
+
+    def finish() -> SuiteResult:
+        raw = None
+        if future is not None:
+            from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
+
+            try:
+                raw = future.result()
+            except BrokenProcessPool as exc:
+                log.warning("Great Expectations worker process died (%s): validating %s in this process", exc, table)
+        if raw is None:
+            raw = _gx_results(suite, df)
+        _assemble(result, suite, raw, df, files)
+        result.seconds = time.monotonic() - start
+        return result
+
+    return finish
+
+
+def _gx_results(suite: Suite, df: Any) -> list[tuple[int, bool, dict, dict]]:
+    """(expectation index, success, result, exception_info) of each of GX's results on ``df``:
+    what GX computes, in plain picklable values (this runs in the worker process, or here)."""
     ctx = _gx_context()
     source = ctx.data_sources.get("thinktax")
+    table = suite.table
     try:
         asset = source.get_asset(table)
     except LookupError:
@@ -366,11 +430,19 @@ def validate_new_rows(con: duckdb.DuckDBPyConnection, table: str, first_file_id:
         "partial_unexpected_count": SAMPLES_PER_EXPECTATION,
         "unexpected_index_column_names": ["_row"],
     })
+    keep = ("unexpected_count", "unexpected_percent", "partial_unexpected_list", "partial_unexpected_index_list")
+    return [(r.expectation_config.meta["thinktax_index"], bool(r.success),
+             {k: v for k, v in (r.result or {}).items() if k in keep},
+             dict(r.exception_info or {}))
+            for r in validation.results]
+
+
+def _assemble(result: SuiteResult, suite: Suite, raw: list[tuple[int, bool, dict, dict]], df: Any,
+              files: dict[int, str]) -> None:
+    """``result.results`` from GX's raw results, in the suite's order, with the offending rows."""
     order: list[int] = []
-    for r in validation.results:
-        exp = suite.expectations[r.expectation_config.meta["thinktax_index"]]
-        res = r.result or {}
-        info = r.exception_info or {}
+    for index, success, res, info in raw:
+        exp = suite.expectations[index]
         error = info.get("exception_message") if info.get("raised_exception") else None
         rows = []
         for idx in res.get("partial_unexpected_index_list") or []:
@@ -379,11 +451,11 @@ def validate_new_rows(con: duckdb.DuckDBPyConnection, table: str, first_file_id:
             row = {"file": files.get(int(rec["file_id"])), "line": _jsonable(rec["line"])}
             row.update({c: _jsonable(rec[c]) for c in exp.columns})
             rows.append(row)
-        order.append(r.expectation_config.meta["thinktax_index"])
+        order.append(index)
         result.results.append(ExpectationResult(
             label=exp.label,
             why=exp.why,
-            success=bool(r.success) and error is None,
+            success=success and error is None,
             unexpected_count=int(res.get("unexpected_count") or 0),
             unexpected_percent=_jsonable(res.get("unexpected_percent")),
             sample_values=[_jsonable(v) for v in res.get("partial_unexpected_list") or []],
@@ -391,5 +463,3 @@ def validate_new_rows(con: duckdb.DuckDBPyConnection, table: str, first_file_id:
             error=error,
         ))
     result.results = [r for _, r in sorted(zip(order, result.results), key=lambda p: p[0])]
-    result.seconds = time.monotonic() - start
-    return result

@@ -7,12 +7,15 @@ published warehouse stays as it was and ``thinktax run`` exits non-zero naming t
 showing a sample of the offending rows. Every expectation's result (unexpected count, sample
 values and rows) goes into the check's metadata, shown in the Dagster UI.
 
-Great Expectations is imported inside the check, and only when the table has new rows.
+Great Expectations is imported only when a table has new rows: in the GX worker process that the
+ingest started at its first new file (warehouse/expectations.py ``start_worker``), or here.
 """
+
+from collections.abc import Callable
 
 import dagster as dg
 
-from warehouse.expectations import first_new_file_id, run_started_at, validate_new_rows
+from warehouse.expectations import SuiteResult, first_new_file_id, run_started_at, submit
 
 CHECK_NAME = "gx_suite"
 
@@ -37,16 +40,21 @@ def _metadata(res) -> dict:
     }
 
 
-def gx_check_results(con, build_id: str, tables: list[str], log) -> list[dg.AssetCheckResult]:  # noqa: ANN001
-    """The ``gx_suite`` check of each staging table, on the rows this build added to it (the
-    build's first new file and start time are looked up once for all tables)."""
+def gx_submit(con, build_id: str, tables: list[str]) -> list[tuple[str, Callable[[], SuiteResult]]]:  # noqa: ANN001
+    """Read the rows this build added to each staging table and start their validation (in the
+    GX worker, if the ingest started one: it validates while this step goes on with its plan).
+    The build's first new file and start time are looked up once for all tables."""
     first = first_new_file_id(con, build_id)
     now = run_started_at(con, build_id)
-    return [_gx_check_result(con, table, first, now, log) for table in tables]
+    return [(table, submit(con, table, first, now=now)) for table in tables]
 
 
-def _gx_check_result(con, table: str, first, now, log) -> dg.AssetCheckResult:  # noqa: ANN001
-    res = validate_new_rows(con, table, first, now=now)
+def gx_collect(pending: list[tuple[str, Callable[[], SuiteResult]]], log) -> list[dg.AssetCheckResult]:  # noqa: ANN001
+    """The ``gx_suite`` check result of each table submitted by :func:`gx_submit`."""
+    return [_gx_check_result(table, finish(), log) for table, finish in pending]
+
+
+def _gx_check_result(table: str, res, log) -> dg.AssetCheckResult:  # noqa: ANN001
     if not res.success:
         log.error(f"{table}: {len(res.failed)} expectation(s) failed; sample: {res.sample(5)}")
     return dg.AssetCheckResult(asset_key=dg.AssetKey(table.split(".")), check_name=CHECK_NAME,

@@ -42,7 +42,7 @@ import dagster as dg
 from pipelines import progress
 from pipelines.defs.alerts import DESCRIPTION as ALERT_DESCRIPTION, AlertConfig, breakeven_alert
 from pipelines.defs.economics_assets import ECONOMICS, result_metadata
-from pipelines.defs.gx_checks import CHECK_NAME as GX_CHECK, gx_check_results
+from pipelines.defs.gx_checks import CHECK_NAME as GX_CHECK, gx_collect, gx_submit
 from pipelines.defs.metadata import table_metadata
 from pipelines.defs.resources import ThinktaxResource
 from warehouse import comments, expectations, incremental
@@ -183,10 +183,12 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
     progress.report("prepare", str(build_.path))
     build_.start(cfg.settings_row())
     yield dg.MaterializeResult(asset_key=SETTINGS, metadata={"build_file": str(build_.path), "config": cfg.source or "defaults"})
-    with build_.connect() as con:
+    with build_.connect() as con, expectations.worker_scope():
         # the build is thrown away unless the whole run succeeds: files are committed in groups
         summary = Ingestor(con, thinktax.landing_dir, commit_every=BUILD_COMMIT_EVERY).ingest(
-            progress=lambda f: progress.report("ingest", f), on_new=expectations.prewarm)
+            progress=lambda f: progress.report("ingest", f), on_new=expectations.start_worker)
+        # the new rows go to Great Expectations now: the worker validates them while the step plans
+        validations = gx_submit(con, build_.build_id, staging_tables())
         touched = record_new_file_days(con, build_.build_id)
         tags = dict(context.run.tags)
         scope = incremental.plan(con, build_.build_id, full=config.full_rebuild,
@@ -213,7 +215,7 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
             "new_files": len(new), **totals, **days,
             "config_json_not_landed": dg.MetadataValue.json([{"model": m, "config_json": p} for m, p in unlanded])})
         yield dg.MaterializeResult(asset_key=QUARANTINE)
-        yield from gx_check_results(con, build_.build_id, staging_tables(), context.log)
+        yield from gx_collect(validations, context.log)
         for check in INGEST_CHECKS:
             yield _check_result(check, con)
 
