@@ -12,14 +12,20 @@ import sys
 from thinktax import commands
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only`` (a command's name), just that command's parser, when
+    its module (thinktax/commands/<name with _ for ->.py) exists: the others' imports are not
+    paid for (``thinktax run`` is a nightly job)."""
     parser = argparse.ArgumentParser(
         prog="thinktax",
         description="Cost analytics for reasoning-model inference (see README.md).",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"thinktax.commands.{info.name}")
+    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    if only is not None and only.replace("-", "_") in names:
+        names = [only.replace("-", "_")]
+    for name in names:
+        module = importlib.import_module(f"thinktax.commands.{name}")
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(_run=module.run, _exit_fast=getattr(module, "EXIT_FAST", False))
@@ -32,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> tuple[int, bool]:
     """(exit code, whether the command asked to exit fast)."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(only=argv[0] if argv and not argv[0].startswith("-") else None).parse_args(argv)
     try:
         return int(args._run(args) or 0), args._exit_fast
     except KeyboardInterrupt:

@@ -67,3 +67,21 @@ def test_a_usage_error_still_exits_2(tmp_path: Path):
 def test_the_console_script_is_the_fast_exiting_entry():
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["thinktax"] == "thinktax.cli:entry"
+
+
+def test_a_command_imports_only_its_own_module():
+    """`thinktax run` builds just the run command's parser (the other commands' imports are not
+    paid for); no name or an unknown one gets the whole command line, as before."""
+    code = ("import sys; from thinktax.cli import build_parser\n"
+            "def choices(p):\n"
+            "    return sorted(next(a for a in p._actions if a.dest == 'command').choices)\n"
+            "print(choices(build_parser(only='run')), 'thinktax.commands.export' in sys.modules)\n"
+            "print(choices(build_parser(only='fetch-bills')))\n"
+            "print(len(choices(build_parser(only='nope'))), len(choices(build_parser())))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "['run'] False"
+    assert lines[1] == "['fetch-bills']"
+    n = len(list((REPO / "thinktax" / "commands").glob("[a-z]*.py")))
+    assert lines[2] == f"{n} {n}"
