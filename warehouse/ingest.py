@@ -199,8 +199,9 @@ class _Prepared:
         return k if m_rel == rel and m_parsed is parsed else None
 
 
-# A group of files committed together (``commit_every``) is closed at this many rows in any case.
-COMMIT_ROWS = 1_000_000
+# A group of files committed together (``commit_every``) is closed at this many rows in any case:
+# grouping is for many small files (the demo's ~1,000-call files); a big file commits on its own.
+COMMIT_ROWS = 100_000
 # ``commit_every`` for a build file (the pipeline's ingest; make bench's ingest row measures the same)
 BUILD_COMMIT_EVERY = 64
 
