@@ -34,8 +34,8 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -241,10 +241,6 @@ def _worker_init() -> None:
 
 def _gx_context() -> Any:
     """One ephemeral GX context per process (GX is imported here, on first use)."""
-    return _make_context()
-
-
-def _make_context() -> Any:
     global _CONTEXT
     if _CONTEXT is None:
         os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
@@ -390,7 +386,7 @@ def submit(con: duckdb.DuckDBPyConnection, table: str, first_file_id: int, *,
         try:
             future = _WORKER.submit(_gx_results, suite, df)
         except RuntimeError as exc:  # BrokenProcessPool: the worker process died
-            log.warning("Great Expectations worker process died (%s): validating %s in this process", exc, table)
+            _worker_died(exc, table)
 
     def finish() -> SuiteResult:
         raw = None
@@ -400,7 +396,7 @@ def submit(con: duckdb.DuckDBPyConnection, table: str, first_file_id: int, *,
             try:
                 raw = future.result()
             except BrokenProcessPool as exc:
-                log.warning("Great Expectations worker process died (%s): validating %s in this process", exc, table)
+                _worker_died(exc, table)
         if raw is None:
             raw = _gx_results(suite, df)
         _assemble(result, suite, raw, df, files)
@@ -408,6 +404,10 @@ def submit(con: duckdb.DuckDBPyConnection, table: str, first_file_id: int, *,
         return result
 
     return finish
+
+
+def _worker_died(exc: Exception, table: str) -> None:
+    log.warning("Great Expectations worker process died (%s): validating %s in this process", exc, table)
 
 
 def _gx_results(suite: Suite, df: Any) -> list[tuple[int, bool, dict, dict]]:
