@@ -26,7 +26,6 @@ runs with THINKTAX_SPARK_CONNECT_E2E=1.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import time
 from decimal import Decimal as D
@@ -35,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MINI_FILES, build_warehouse, write_files
+from tests.spark.cli_json import canon, sql_json
 
 # pyspark 3.5's Connect client calls pandas 3 with a deprecated keyword on every catalog call
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500),
@@ -76,25 +76,6 @@ def connect_server(tmp_path_factory):
     server.stop()
 
 
-def _json(capsys, argv: list[str]) -> list[dict]:
-    from thinktax.cli import main  # noqa: PLC0415
-
-    capsys.readouterr()
-    rc = main(argv)
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
-
-
-def _canon(rows: list[dict]) -> list[str]:
-    """Rows as sorted JSON texts, floats to 9 significant digits (float sums depend on the order an
-    engine adds them in; DECIMALs, integers, text and dates are printed exactly)."""
-    def fix(v):  # noqa: ANN001, ANN202
-        return float(f"{v:.9g}") if isinstance(v, float) else v
-
-    return sorted(json.dumps({k: fix(v) for k, v in r.items()}, sort_keys=True) for r in rows)
-
-
 def test_a_connect_session_takes_the_engine_settings_and_leaves_local_sessions_possible(connect_server):
     import os  # noqa: PLC0415
 
@@ -133,7 +114,7 @@ def test_arrow_both_ways_keeps_decimals_and_sql_json_reads_the_server(connect_se
     assert duck.sql("SELECT request_id, cost_usd, typeof(cost_usd), CAST(day AS VARCHAR) FROM back").fetchall() == [
         ("r1", R1, "DECIMAL(18,6)", "2026-06-30"), ("r4", R4, "DECIMAL(18,6)", "2026-06-30")]
     # sum in DECIMAL on the server: 0.20225 + 113.28 = 113.48225 (t1's cost, tests/test_costs_hand_worked.py)
-    got = _json(capsys, ["sql", "--engine", "spark", "--spark-remote", connect_server.url, "--format", "json",
+    got = sql_json(capsys, ["sql", "--engine", "spark", "--spark-remote", connect_server.url, "--format", "json",
                          "SELECT sum(cost_usd) AS cost_usd FROM marts.connect_probe"])
     assert [D(r["cost_usd"]) for r in got] == [D("113.48225")]
     _drop(spark, "marts.connect_probe")
@@ -194,9 +175,9 @@ def test_run_through_spark_connect_gives_the_hand_worked_figures_and_duckdbs_mar
     assert (tmp_path / "spark-files" / "_staging").is_dir()
 
     spark_sql = ["sql", "--engine", "spark", "--spark-remote", url, "--format", "json"]
-    got = _json(capsys, [*spark_sql, "SELECT request_id, cost_usd FROM core.call_costs ORDER BY request_id"])
+    got = sql_json(capsys, [*spark_sql, "SELECT request_id, cost_usd FROM core.call_costs ORDER BY request_id"])
     assert [(r["request_id"], D(r["cost_usd"])) for r in got] == [("r1", R1), ("r2", R2), ("r3", R3), ("r4", R4), ("r5", R5)]
-    rows = _json(capsys, [*spark_sql, "SELECT day, team, model, serving, tier, tasks, calls, cost_usd, cost_per_task_usd "
+    rows = sql_json(capsys, [*spark_sql, "SELECT day, team, model, serving, tier, tasks, calls, cost_usd, cost_per_task_usd "
                           "FROM marts.cost_per_task ORDER BY day, team, model"])
     assert [(r["day"], r["team"], r["model"], r["serving"], r["tier"], r["tasks"], r["calls"], D(r["cost_usd"]),
              D(r["cost_per_task_usd"])) for r in rows] == [
@@ -207,7 +188,7 @@ def test_run_through_spark_connect_gives_the_hand_worked_figures_and_duckdbs_mar
         ("2026-07-01", "search", "o3", "api", "fast", 1, 1, R2, R2),
     ]
     # t1 = r1 + r4, thinking 0.18 (r1: 15,000 x $12/M) + 56.64 (r4's thinking share); its tier is r1's
-    t1 = _json(capsys, [*spark_sql, "SELECT cost_usd, thinking_cost_usd, tier FROM marts.task_costs WHERE task_id = 't1'"])
+    t1 = sql_json(capsys, [*spark_sql, "SELECT cost_usd, thinking_cost_usd, tier FROM marts.task_costs WHERE task_id = 't1'"])
     assert [(D(r["cost_usd"]), D(r["thinking_cost_usd"]), r["tier"]) for r in t1] == [(R1 + R4, D("56.82"), "full")]
 
     # every mart, the Python economics ones too (built from rows that came back over Arrow and were
@@ -222,11 +203,11 @@ def test_run_through_spark_connect_gives_the_hand_worked_figures_and_duckdbs_mar
     differ, compared, t = {}, 0, time.perf_counter()
     for table in marts:
         query = f"SELECT * EXCLUDE (build_id) FROM {table}"
-        want = _json(capsys, ["sql", "--warehouse", str(ref), "--format", "json", query])
-        have = _json(capsys, [*spark_sql, query])
+        want = sql_json(capsys, ["sql", "--warehouse", str(ref), "--format", "json", query])
+        have = sql_json(capsys, [*spark_sql, query])
         compared += bool(want)
-        if _canon(have) != _canon(want):
-            differ[table] = (len(have), len(want), (sorted(set(_canon(have)) ^ set(_canon(want))) or [""])[0][:300])
+        if canon(have) != canon(want):
+            differ[table] = (len(have), len(want), (sorted(set(canon(have)) ^ set(canon(want))) or [""])[0][:300])
     assert not differ, differ
     with capsys.disabled():
         print(f"{len(marts)} marts compared through thinktax sql in {time.perf_counter() - t:.1f} s")
@@ -234,8 +215,8 @@ def test_run_through_spark_connect_gives_the_hand_worked_figures_and_duckdbs_mar
 
     # the published DuckDB build (marts copied from the server over Arrow) answers as the server does
     query = "SELECT * EXCLUDE (build_id) FROM marts.task_costs"
-    assert _canon(_json(capsys, ["sql", "--warehouse", str(folder / "thinktax.duckdb"), "--format", "json", query])) \
-        == _canon(_json(capsys, [*spark_sql, query]))
+    assert canon(sql_json(capsys, ["sql", "--warehouse", str(folder / "thinktax.duckdb"), "--format", "json", query])) \
+        == canon(sql_json(capsys, [*spark_sql, query]))
 
     # a nightly run: the server's catalog kept the tables, so only the planned day is replaced.
     # r6: o3 on 2026-07-01 (sheet of 2026-07-01): 2,000 input x $2/M = 0.004 + 500 output x $8/M = 0.004
@@ -253,11 +234,11 @@ def test_run_through_spark_connect_gives_the_hand_worked_figures_and_duckdbs_mar
               + next((line for line in out.splitlines() if line.startswith("rebuild:")), "no rebuild line"))
     assert rc == 0, out
     assert "files new: 1" in out and "rebuild: incremental" in out, out
-    got = _json(capsys, [*spark_sql, "SELECT request_id, cost_usd FROM core.call_costs ORDER BY request_id"])
+    got = sql_json(capsys, [*spark_sql, "SELECT request_id, cost_usd FROM core.call_costs ORDER BY request_id"])
     assert [(r["request_id"], D(r["cost_usd"])) for r in got] == [
         ("r1", R1), ("r2", R2), ("r3", R3), ("r4", R4), ("r5", R5), ("r6", R6)]
     # API usage per day: 2026-06-30 = r1 + r3 (its partition kept), 2026-07-01 = r2 + r6 (replaced)
-    days = _json(capsys, [*spark_sql, "SELECT day, sum(cost_usd) AS cost_usd, sum(calls) AS calls FROM marts.daily_spend "
+    days = sql_json(capsys, [*spark_sql, "SELECT day, sum(cost_usd) AS cost_usd, sum(calls) AS calls FROM marts.daily_spend "
                           "WHERE source = 'api_usage' GROUP BY day ORDER BY day"])
     assert [(r["day"], D(r["cost_usd"]), r["calls"]) for r in days] == [
         ("2026-06-30", R1 + R3, 2), ("2026-07-01", R2 + R6, 2)]

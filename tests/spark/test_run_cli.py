@@ -15,6 +15,7 @@ import pytest
 pytestmark = pytest.mark.timeout(1200)
 
 from tests.conftest import MINI_FILES, write_files
+from tests.spark.cli_json import canon, sql_json
 
 # tests/test_costs_hand_worked.py: r1 0.20225, r2 0.0028, r3 0.0567, r4 113.28, r5 28.32 (USD)
 R1, R2, R3, R4, R5 = D("0.20225"), D("0.0028"), D("0.0567"), D("113.28"), D("28.32")
@@ -37,12 +38,12 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     assert (folder / "spark" / "_staging").is_dir()  # (the test session keeps its own table folder)
     # the same folder answers `thinktax sql --engine spark --warehouse <folder>` and the DuckDB `thinktax sql`
     q = "SELECT request_id, cost_usd FROM core.call_costs ORDER BY request_id"
-    got = _json(capsys, ["sql", "--engine", "spark", "--warehouse", str(folder), "--format", "json", q])
+    got = sql_json(capsys, ["sql", "--engine", "spark", "--warehouse", str(folder), "--format", "json", q])
     assert [(r["request_id"], D(r["cost_usd"])) for r in got] == [("r1", R1), ("r2", R2), ("r3", R3), ("r4", R4), ("r5", R5)]
     # without --engine spark: the per-call core tables are not in the DuckDB file after a Spark run,
     # so the same query is answered from the Spark tables of that run (a note on stderr says so)
     assert (folder / "spark" / "CURRENT").is_file()  # the local build was published
-    got = _json(capsys, ["sql", "--warehouse", str(folder), "--format", "json", q])
+    got = sql_json(capsys, ["sql", "--warehouse", str(folder), "--format", "json", q])
     assert [(r["request_id"], D(r["cost_usd"])) for r in got] == [("r1", R1), ("r2", R2), ("r3", R3), ("r4", R4), ("r5", R5)]
 
     costs = {r["request_id"]: r["cost_usd"] for r in spark.table("core.call_costs").collect()}
@@ -84,27 +85,6 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     costs = {r["request_id"]: r["cost_usd"] for r in spark.table("core.call_costs").collect()}
     assert costs == {"r1": R1, "r2": R2, "r3": R3, "r4": R4, "r5": R5}
 
-def _json(capsys, argv: list[str]) -> list[dict]:
-    import json  # noqa: PLC0415
-
-    from thinktax.cli import main  # noqa: PLC0415
-
-    capsys.readouterr()
-    rc = main(argv)
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
-
-def _canon(rows: list[dict]) -> list[str]:
-    """Rows as sorted JSON texts, floats to 9 significant digits (float sums depend on the order an
-    engine adds them in; DECIMALs, integers, text and dates are printed exactly)."""
-    import json  # noqa: PLC0415
-
-    def fix(v):  # noqa: ANN001, ANN202
-        return float(f"{v:.9g}") if isinstance(v, float) else v
-
-    return sorted(json.dumps({k: fix(v) for k, v in r.items()}, sort_keys=True) for r in rows)
-
 @pytest.mark.slow
 def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark, tmp_path, capsys):
     """The economics landing of tests/test_economics_marts.py through `thinktax run --engine spark`:
@@ -136,7 +116,7 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     spark_sql = ["sql", "--engine", "spark", "--spark-warehouse", str(tmp_path / "spark"), "--format", "json"]
     # hand-worked (tests/test_economics_marts.py): d1 in June, 3 calls $0.027, 1 x 0.000018 x 730 = $0.01314
     # a month, savings 0.027 - 0.01314 = $0.013860, verdict self_host
-    d1 = _json(capsys, [*spark_sql, "SELECT api_calls, api_spend_usd, self_host_usd_per_month, savings_usd, verdict "
+    d1 = sql_json(capsys, [*spark_sql, "SELECT api_calls, api_spend_usd, self_host_usd_per_month, savings_usd, verdict "
                         "FROM marts.self_host_breakeven WHERE deployment = 'd1-h200-fp8' AND month = DATE '2026-06-01'"])
     assert d1 == [{"api_calls": 3, "api_spend_usd": "0.027000", "self_host_usd_per_month": "0.013140",
                    "savings_usd": "0.013860", "verdict": "self_host"}]
@@ -145,17 +125,17 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     differ = {}
     for table in marts:
         query = f"SELECT * EXCLUDE (build_id) FROM {table}"
-        want = _json(capsys, ["sql", "--warehouse", str(ref), "--format", "json", query])
-        got = _json(capsys, [*spark_sql, query])
-        if _canon(got) != _canon(want):
-            differ[table] = (len(got), len(want), (sorted(set(_canon(got)) ^ set(_canon(want))) or [""])[0][:300])
+        want = sql_json(capsys, ["sql", "--warehouse", str(ref), "--format", "json", query])
+        got = sql_json(capsys, [*spark_sql, query])
+        if canon(got) != canon(want):
+            differ[table] = (len(got), len(want), (sorted(set(canon(got)) ^ set(canon(want))) or [""])[0][:300])
     assert not differ, differ
 
     # the published DuckDB build has the view models too: marts.cost_per_task (the old-named view of
     # marts.task_cost_breakdown) gives there what Spark's view gives
     query = "SELECT * EXCLUDE (build_id) FROM marts.cost_per_task"
-    published = _json(capsys, ["sql", "--warehouse", str(warehouse), "--format", "json", query])
-    assert published and _canon(published) == _canon(_json(capsys, [*spark_sql, query]))
+    published = sql_json(capsys, ["sql", "--warehouse", str(warehouse), "--format", "json", query])
+    assert published and canon(published) == canon(sql_json(capsys, [*spark_sql, query]))
 
     # the report reads the published DuckDB build (marts copied from Spark, economics built there)
     capsys.readouterr()
