@@ -1,5 +1,5 @@
-"""Catalog files (``catalog/``): models.csv, nodes.csv, deployments.csv, substitutions.csv, budgets.csv
-and HF config.json files.
+"""Catalog files (``catalog/``): models.csv, nodes.csv, deployments.csv, substitutions.csv, budgets.csv,
+endpoints.csv and HF config.json files.
 
 Each CSV is a snapshot: the newest file of a kind is the catalog in force (core takes the rows
 of the highest file_id). Columns are matched by header name; an empty optional field means
@@ -148,11 +148,53 @@ def _budget(row: Row) -> dict:
     }
 
 
+_DEPLOYMENT_TYPES = {
+    "global": "global", "standard": "global", "": None,
+    "data_zone_eu": "data_zone_eu", "datazone_eu": "data_zone_eu", "eu": "data_zone_eu", "data zone eu": "data_zone_eu",
+    "data_zone_us": "data_zone_us", "datazone_us": "data_zone_us", "us": "data_zone_us", "data zone us": "data_zone_us",
+    "regional": "regional",
+}
+_BEDROCK_PROFILES = ("apac", "jp", "au", "ca", "us-gov", "global_profile")
+
+
+def _endpoint(row: Row) -> dict:
+    """catalog/endpoints.csv: ``provider,endpoint,model,sheet_provider,deployment_type,region,billing``.
+    deployment_type: Azure's global / data zone (``data_zone_eu`` or ``eu``, ``data_zone_us`` or
+    ``us``) / regional; for Bedrock a cross-region profile prefix (``us``, ``eu``, ``apac``, ``jp``,
+    ``au``, ``global``) is stored as written. billing: ``on_demand`` (empty = on_demand) or
+    ``provisioned``."""
+    provider = (_text(row, "provider", required=True) or "").lower()
+    deployment = (row.get("deployment_type") or "").strip().lower()
+    if deployment in _DEPLOYMENT_TYPES:
+        deployment_type = _DEPLOYMENT_TYPES[deployment]
+    elif deployment in _BEDROCK_PROFILES:
+        deployment_type = deployment
+    else:
+        raise FieldError("deployment_type", f"not global, data_zone_eu, data_zone_us, regional or a Bedrock profile prefix: {deployment!r}")
+    billing = (row.get("billing") or "").strip().lower().replace("-", "_").replace(" ", "_") or "on_demand"
+    if billing in ("ondemand", "pay_as_you_go", "paygo"):
+        billing = "on_demand"
+    if billing in ("ptu", "provisioned_throughput", "reserved"):
+        billing = "provisioned"
+    if billing not in contract.BILLINGS:
+        raise FieldError("billing", f"not on_demand or provisioned: {row.get('billing')!r}")
+    return {
+        "provider": provider,
+        "endpoint": _text(row, "endpoint", required=True),
+        "model": _text(row, "model", required=True),
+        "sheet_provider": (_text(row, "sheet_provider") or "").lower() or None,
+        "deployment_type": deployment_type,
+        "region": (_text(row, "region") or "").lower() or None,
+        "billing": billing,
+    }
+
+
 parse_models = _csv_parser("stg.models", "models_csv", _model)
 parse_nodes = _csv_parser("stg.nodes", "nodes_csv", _node)
 parse_deployments = _csv_parser("stg.deployments", "deployments_csv", _deployment)
 parse_substitutions = _csv_parser("stg.substitutions", "substitutions_csv", _substitution)
 parse_budgets = _csv_parser("stg.budgets", "budgets_csv", _budget, defaults=("soft_pct",))  # soft_pct: 80
+parse_endpoints = _csv_parser("stg.endpoints", "endpoints_csv", _endpoint, defaults=("billing",))  # billing: on_demand
 
 
 def parse_config(data: bytes, name: str, ctx: ParseContext) -> Parsed:
@@ -189,6 +231,7 @@ def _sniff_config(data: bytes, name: str) -> bool:
 
 SPECS = [
     SourceSpec("catalog", "substitutions_csv", _sniff_csv("from_model", "to_model", "thinking_ratio"), parse_substitutions, "stg.substitutions"),
+    SourceSpec("catalog", "endpoints_csv", _sniff_csv("provider", "endpoint", "model"), parse_endpoints, "stg.endpoints"),
     SourceSpec("catalog", "budgets_csv", _sniff_csv("team", "monthly_usd"), parse_budgets, "stg.budgets"),
     SourceSpec("catalog", "nodes_csv", _sniff_csv("node_id", "gpu_type"), parse_nodes, "stg.nodes"),
     SourceSpec("catalog", "deployments_csv", _sniff_csv("deployment", "gpu_type"), parse_deployments, "stg.deployments"),

@@ -64,7 +64,9 @@ MAX_GPUS_PER_NODE = 64
 EARLIEST = dt.datetime(2015, 1, 1)  # no LLM API usage, bill or price sheet predates this
 
 # Allowed values
-USAGE_SHAPES = ("openai_chat", "openai_responses", "anthropic", "gemini", "litellm", "otel_genai")
+USAGE_SHAPES = ("openai_chat", "openai_responses", "anthropic", "gemini", "litellm", "otel_genai", "bedrock_converse")
+# How a call is paid: per token (NULL / on_demand) or by a reservation (provisioned throughput)
+BILLINGS = ("on_demand", "provisioned")
 SERVICE_TIERS = ("standard", "flex", "priority", "scale", "batch")
 WEB_SEARCH_CONTEXT_SIZES = ("low", "medium", "high")
 GPU_PRICINGS = ("on_demand", "reserved", "spot")
@@ -401,6 +403,11 @@ REQUESTS = Table(
             between("web_search_requests", 0, None, "a non-negative count of web-search queries")),
         col("web_search_context_size", "VARCHAR", "OpenAI web-search context size (low, medium, high); NULL = medium",
             in_set("web_search_context_size", WEB_SEARCH_CONTEXT_SIZES, "OpenAI's search context sizes")),
+        # issue 24 (migration 150)
+        col("billing", "VARCHAR", "how the call is paid when the provider reports it: 'provisioned' "
+            "(Gemini / Vertex AI usageMetadata.trafficType PROVISIONED_THROUGHPUT: paid by the reservation, "
+            "not per token); NULL = on demand or not reported",
+            in_set("billing", BILLINGS, "a known way to pay for a call")),
     ),
     key=("request_id",),
     day=("ts", None),
@@ -569,6 +576,28 @@ SUBSTITUTIONS = Table(
         req("output_ratio", "DOUBLE", "to_model visible output tokens per from_model output token",
             between("output_ratio", 0, 100, "to_model answers with 0 to 100 times as many tokens as from_model")),
         col("note", "VARCHAR", "free text"),
+    ),
+)
+
+ENDPOINTS = Table(
+    "stg.endpoints",
+    "Catalog snapshot (catalog/endpoints.csv): what a log names instead of a model (a Bedrock "
+    "inference-profile / provisioned-model ARN, an Azure deployment, a Vertex AI endpoint, a proxy "
+    "alias) -> the model and the price-sheet entry it is billed at. grain: one row per (provider, endpoint).",
+    (
+        req("provider", "VARCHAR", "the provider as logged, lower case (aliases such as aws.bedrock are matched "
+            "by their canonical name: core.provider_key)"),
+        req("endpoint", "VARCHAR", "exactly what the log's model field holds (ARN, deployment name, endpoint id, alias)"),
+        req("model", "VARCHAR", "the model served, as the price sheet names it (e.g. "
+            "anthropic.claude-sonnet-4-5-20250929-v1:0, gpt-5-2025-08-07, gemini-2.5-pro)"),
+        col("sheet_provider", "VARCHAR", "the price sheet provider to price it from (e.g. bedrock_converse, azure); "
+            "NULL = any of the provider's sheet entries"),
+        col("deployment_type", "VARCHAR", "lower case: global, data_zone_eu, data_zone_us, regional (Azure); "
+            "a Bedrock cross-region profile prefix (us, eu, apac, jp, au, global); NULL = global / not said"),
+        col("region", "VARCHAR", "the cloud region, lower case (e.g. us-east-1, swedencentral)"),
+        req("billing", "VARCHAR", "on_demand (per token, the default) or provisioned (paid by a reservation: "
+            "cost 0 per token, counted in marts.provisioned_usage)",
+            in_set("billing", BILLINGS, "a known way to pay for a call")),
     ),
 )
 
@@ -796,7 +825,7 @@ METRIC_SAMPLES = Table(
 
 TABLES: dict[str, Table] = {t.name: t for t in (
     REQUESTS, REPORTED_COSTS, LLM_PRICES, GPU_PRICES, FX_RATES, MODELS, MODEL_CONFIGS, NODES, DEPLOYMENTS,
-    SUBSTITUTIONS, BUDGETS, OPENAI_USAGE, OPENAI_COSTS, ANTHROPIC_USAGE, ANTHROPIC_COSTS, FOCUS_COSTS, METRIC_SAMPLES,
+    SUBSTITUTIONS, BUDGETS, ENDPOINTS, OPENAI_USAGE, OPENAI_COSTS, ANTHROPIC_USAGE, ANTHROPIC_COSTS, FOCUS_COSTS, METRIC_SAMPLES,
 )}
 
 

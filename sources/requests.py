@@ -79,7 +79,13 @@ MAX_TOKENS = MAX_TOKENS_PER_CALL  # a count above it is a unit or logging error 
 # Gemini usageMetadata (camelCase), read at the top level or inside "usage"
 _GEMINI = {
     "promptTokenCount": "VARCHAR", "cachedContentTokenCount": "VARCHAR", "candidatesTokenCount": "VARCHAR",
-    "thoughtsTokenCount": "VARCHAR", "toolUsePromptTokenCount": "VARCHAR",
+    "thoughtsTokenCount": "VARCHAR", "toolUsePromptTokenCount": "VARCHAR", "trafficType": "VARCHAR",
+}
+# Amazon Bedrock Converse / ConverseStream TokenUsage (camelCase)
+_CONVERSE = {
+    "inputTokens": "VARCHAR", "outputTokens": "VARCHAR", "totalTokens": "VARCHAR",
+    "cacheReadInputTokens": "VARCHAR", "cacheWriteInputTokens": "VARCHAR",
+    "cacheDetails": [{"ttl": "VARCHAR", "inputTokens": "VARCHAR"}],
 }
 
 _STRUCTURE = {
@@ -87,7 +93,9 @@ _STRUCTURE = {
     "node_id": "VARCHAR", "task_id": "VARCHAR", "task_type": "VARCHAR", "team": "VARCHAR",
     "latency_ms": "VARCHAR", "ttft_ms": "VARCHAR",
     "service_tier": "VARCHAR", "batch": "VARCHAR", "region": "VARCHAR", "data_residency": "VARCHAR",
-    "modelVersion": "VARCHAR", "responseId": "VARCHAR",
+    "modelVersion": "VARCHAR", "responseId": "VARCHAR", "id": "VARCHAR", "type": "VARCHAR",
+    # Bedrock Converse: serviceTier {type}; boto3 keeps the HTTP request id in ResponseMetadata
+    "serviceTier": {"type": "VARCHAR"}, "ResponseMetadata": {"RequestId": "VARCHAR"},
     "output": [{"type": "VARCHAR"}],
     "tools": [{"type": "VARCHAR", "search_context_size": "VARCHAR"}],
     "usageMetadata": _GEMINI,
@@ -100,11 +108,12 @@ _STRUCTURE = {
         "prompt_tokens_details": {"cached_tokens": "VARCHAR"},
         "completion_tokens_details": {"reasoning_tokens": "VARCHAR"},
         "input_tokens_details": {"cached_tokens": "VARCHAR"},
-        "output_tokens_details": {"reasoning_tokens": "VARCHAR"},
+        "output_tokens_details": {"reasoning_tokens": "VARCHAR", "thinking_tokens": "VARCHAR"},
         "service_tier": "VARCHAR", "inference_geo": "VARCHAR",
         "cache_creation": {"ephemeral_5m_input_tokens": "VARCHAR", "ephemeral_1h_input_tokens": "VARCHAR"},
         "server_tool_use": {"web_search_requests": "VARCHAR"},
         **_GEMINI,
+        **_CONVERSE,
     },
 }
 
@@ -117,6 +126,15 @@ _INTS = {
     "p_cache_read": ("j.usage.cache_read_input_tokens", "usage.cache_read_input_tokens"),
     "p_cache_write": ("j.usage.cache_creation_input_tokens", "usage.cache_creation_input_tokens"),
     "p_thinking": ("j.usage.thinking_tokens", "usage.thinking_tokens"),
+    "p_thinking_detail": ("j.usage.output_tokens_details.thinking_tokens", "usage.output_tokens_details.thinking_tokens"),
+    "p_bc_input": ("j.usage.inputTokens", "usage.inputTokens"),
+    "p_bc_output": ("j.usage.outputTokens", "usage.outputTokens"),
+    "p_bc_total": ("j.usage.totalTokens", "usage.totalTokens"),
+    "p_bc_cache_read": ("j.usage.cacheReadInputTokens", "usage.cacheReadInputTokens"),
+    "p_bc_cache_write": ("j.usage.cacheWriteInputTokens", "usage.cacheWriteInputTokens"),
+    # cacheDetails: [{ttl: '5m' | '1h', inputTokens}] -- the cache writes by TTL (summed per TTL)
+    "p_bc_cw_1h": ("CASE WHEN j.usage.cacheDetails IS NOT NULL THEN CAST(list_sum(list_transform(list_filter(j.usage.cacheDetails, lambda x: lower(trim(x.ttl)) = '1h'), lambda x: TRY_CAST(x.inputTokens AS BIGINT))) AS VARCHAR) END", "usage.cacheDetails"),
+    "p_bc_cw_all": ("CASE WHEN j.usage.cacheDetails IS NOT NULL THEN CAST(list_sum(list_transform(j.usage.cacheDetails, lambda x: TRY_CAST(x.inputTokens AS BIGINT))) AS VARCHAR) END", "usage.cacheDetails"),
     "p_chat_cached": ("j.usage.prompt_tokens_details.cached_tokens", "usage.prompt_tokens_details.cached_tokens"),
     "p_chat_reasoning": ("j.usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"),
     "p_resp_cached": ("j.usage.input_tokens_details.cached_tokens", "usage.input_tokens_details.cached_tokens"),
@@ -133,7 +151,11 @@ _INTS = {
 }
 # service_tier as reported -> the tier priced (one of contract.SERVICE_TIERS, a test checks); any other value is quarantined
 _TIERS = {"default": "standard", "auto": "standard", "standard": "standard", "flex": "flex",
-          "priority": "priority", "scale": "scale", "batch": "batch"}
+          "priority": "priority", "scale": "scale", "batch": "batch", "reserved": "standard"}
+# Gemini / Vertex AI usageMetadata.trafficType -> the service tier priced; PROVISIONED_THROUGHPUT is
+# paid by the reservation (billing = 'provisioned'); any other value is quarantined
+_TRAFFIC = {"TRAFFIC_TYPE_UNSPECIFIED": "standard", "ON_DEMAND": "standard", "PROVISIONED_THROUGHPUT": "standard",
+            "ON_DEMAND_PRIORITY": "priority", "ON_DEMAND_FLEX": "flex", "BATCH": "batch"}
 
 _SQL = """
 WITH src AS (
@@ -160,7 +182,8 @@ typed AS (
            CASE WHEN NOT is_object THEN NULL
                 WHEN fast AND (j0.usage.prompt_tokens IS NOT NULL OR j0.usage.completion_tokens IS NOT NULL
                                OR j0.usage.input_tokens IS NOT NULL OR j0.usage.output_tokens IS NOT NULL
-                               OR j0.usage.promptTokenCount IS NOT NULL)
+                               OR j0.usage.promptTokenCount IS NOT NULL OR j0.usage.inputTokens IS NOT NULL
+                               OR j0.usage.outputTokens IS NOT NULL)
                      THEN 'OBJECT'
                 -- Gemini: usageMetadata at the top level stands for usage
                 WHEN fast AND j0.usageMetadata.promptTokenCount IS NOT NULL AND j0.usage IS NULL THEN 'OBJECT'
@@ -173,12 +196,20 @@ typed AS (
 fields AS (
     SELECT line, raw, is_object, usage_type,
            j.ts AS ts_raw,
-           coalesce(nullif(trim(j.request_id), ''), nullif(trim(j.responseId), '')) AS request_id,
+           coalesce(nullif(trim(j.request_id), ''), nullif(trim(j.responseId), ''), nullif(trim(j.id), ''),
+                    nullif(trim(j.ResponseMetadata.RequestId), '')) AS request_id,
            coalesce(nullif(trim(j.model), ''), nullif(trim(j.modelVersion), '')) AS model,
            -- pricing modifiers (migration 100): tier reported at the top level (OpenAI) or in usage
            -- (Anthropic); batch must be a JSON boolean; region from usage.inference_geo, region or
            -- data_residency; web searches from server_tool_use or OpenAI web_search_call items
-           lower(coalesce(nullif(trim(j.service_tier), ''), nullif(trim(j.usage.service_tier), ''))) AS tier_raw,
+           lower(coalesce(nullif(trim(j.service_tier), ''), nullif(trim(j.usage.service_tier), ''),
+                          nullif(trim(j.serviceTier.type), ''))) AS tier_raw,
+           -- Gemini / Vertex AI: how the call was paid (usageMetadata.trafficType)
+           upper(coalesce(nullif(trim(j.usageMetadata.trafficType), ''), nullif(trim(j.usage.trafficType), ''))) AS traffic_raw,
+           lower(j.type) AS body_type,
+           CASE WHEN j.usage.cacheDetails IS NOT NULL
+                THEN len(list_filter(j.usage.cacheDetails, lambda x: x.ttl IS NULL OR lower(trim(x.ttl)) NOT IN ('5m', '1h')
+                                     OR NOT coalesce(regexp_full_match(trim(x.inputTokens), '[0-9]{{1,18}}'), false))) END AS bc_cd_bad,
            j.batch AS batch_raw,
            CASE WHEN j.batch IS NOT NULL THEN json_type(raw, '$.batch') END AS batch_type,
            lower(coalesce(nullif(trim(j.usage.inference_geo), ''), nullif(trim(j.region), ''),
@@ -232,9 +263,13 @@ shaped AS (
     SELECT *,
            CASE WHEN p_g_prompt_raw IS NOT NULL OR p_g_candidates_raw IS NOT NULL OR p_g_thoughts_raw IS NOT NULL
                      THEN 'gemini'
+                -- Amazon Bedrock Converse / ConverseStream (camelCase TokenUsage)
+                WHEN p_bc_input_raw IS NOT NULL OR p_bc_output_raw IS NOT NULL OR p_bc_total_raw IS NOT NULL
+                     OR p_bc_cache_read_raw IS NOT NULL OR p_bc_cache_write_raw IS NOT NULL THEN 'bedrock_converse'
+                -- Anthropic Messages, also as Bedrock InvokeModel and Vertex AI return it for Claude
                 WHEN p_cache_read_raw IS NOT NULL OR p_cache_write_raw IS NOT NULL OR p_thinking_raw IS NOT NULL
-                     OR p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL
-                     OR provider = 'anthropic' THEN 'anthropic'
+                     OR p_thinking_detail_raw IS NOT NULL OR p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL
+                     OR body_type = 'message' OR provider = 'anthropic' THEN 'anthropic'
                 WHEN p_prompt_raw IS NOT NULL OR p_completion_raw IS NOT NULL THEN 'openai_chat'
                 ELSE 'openai_responses' END AS usage_shape
     FROM timed
@@ -246,23 +281,32 @@ buckets AS (
                             -- Gemini: promptTokenCount includes the cached tokens; the tool-use
                             -- prompt (e.g. search results fed back) is input on top of it
                             WHEN 'gemini' THEN p_g_prompt - coalesce(p_g_cached, 0) + coalesce(p_g_tool_prompt, 0)
+                            -- Bedrock: inputTokens excludes cache reads and writes (as Anthropic's input_tokens)
+                            WHEN 'bedrock_converse' THEN p_bc_input
                             ELSE p_input END AS uncached_input_tokens,
            CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_cached, 0)
                             WHEN 'openai_responses' THEN coalesce(p_resp_cached, 0)
                             WHEN 'gemini' THEN coalesce(p_g_cached, 0)
+                            WHEN 'bedrock_converse' THEN coalesce(p_bc_cache_read, 0)
                             ELSE coalesce(p_cache_read, 0) END AS cached_input_tokens,
            CASE usage_shape WHEN 'anthropic'
                 THEN coalesce(p_cache_write, CASE WHEN p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL
                                                   THEN coalesce(p_cw_5m, 0) + coalesce(p_cw_1h, 0) END, 0)
+                WHEN 'bedrock_converse' THEN coalesce(p_bc_cache_write, p_bc_cw_all, 0)
                 ELSE 0 END AS cache_write_tokens,
-           CASE usage_shape WHEN 'anthropic' THEN p_cw_1h END AS cache_write_1h_tokens,
+           CASE usage_shape WHEN 'anthropic' THEN p_cw_1h WHEN 'bedrock_converse' THEN p_bc_cw_1h END AS cache_write_1h_tokens,
            CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_reasoning, 0)
                             WHEN 'openai_responses' THEN coalesce(p_resp_reasoning, 0)
                             -- Gemini: candidatesTokenCount excludes the thoughts
                             WHEN 'gemini' THEN coalesce(p_g_thoughts, 0)
-                            ELSE coalesce(p_thinking, 0) END AS thinking_tokens,
+                            -- Converse reports no thinking count: outputTokens holds it, unsplit
+                            WHEN 'bedrock_converse' THEN 0
+                            -- Anthropic: usage.output_tokens_details.thinking_tokens (the documented field),
+                            -- else the older usage.thinking_tokens; both given and different: quarantined
+                            ELSE coalesce(p_thinking_detail, p_thinking, 0) END AS thinking_tokens,
            CASE usage_shape WHEN 'openai_chat' THEN p_completion
                             WHEN 'gemini' THEN coalesce(p_g_candidates, 0) + coalesce(p_g_thoughts, 0)
+                            WHEN 'bedrock_converse' THEN p_bc_output
                             ELSE p_output END AS completion_total
     FROM shaped
 ),
@@ -279,17 +323,41 @@ judged AS (
             WHEN usage_type IS NULL THEN struct_pack(f := 'usage', r := 'missing')
             WHEN usage_type <> 'OBJECT' THEN struct_pack(f := 'usage', r := 'not an object')
             {int_checks}
+            WHEN p_prompt_raw IS NULL AND p_completion_raw IS NULL AND p_input_raw IS NULL AND p_output_raw IS NULL
+                 AND p_g_prompt_raw IS NULL AND p_g_candidates_raw IS NULL AND p_g_thoughts_raw IS NULL
+                 AND p_bc_input_raw IS NULL AND p_bc_output_raw IS NULL AND p_bc_total_raw IS NULL
+                 THEN struct_pack(f := 'usage', r := 'matches no known usage shape (no prompt_tokens / completion_tokens, '
+                      || 'input_tokens / output_tokens, usageMetadata.promptTokenCount, inputTokens / outputTokens)')
             WHEN usage_shape = 'openai_chat' AND p_prompt IS NULL THEN struct_pack(f := 'usage.prompt_tokens', r := 'missing')
             WHEN usage_shape = 'openai_chat' AND p_completion IS NULL THEN struct_pack(f := 'usage.completion_tokens', r := 'missing')
             WHEN usage_shape IN ('openai_responses', 'anthropic') AND p_input IS NULL THEN struct_pack(f := 'usage.input_tokens', r := 'missing')
             WHEN usage_shape IN ('openai_responses', 'anthropic') AND p_output IS NULL THEN struct_pack(f := 'usage.output_tokens', r := 'missing')
             WHEN usage_shape = 'gemini' AND p_g_prompt IS NULL THEN struct_pack(f := 'usageMetadata.promptTokenCount', r := 'missing')
+            WHEN usage_shape = 'bedrock_converse' AND p_bc_input IS NULL THEN struct_pack(f := 'usage.inputTokens', r := 'missing')
+            WHEN usage_shape = 'bedrock_converse' AND p_bc_output IS NULL THEN struct_pack(f := 'usage.outputTokens', r := 'missing')
+            WHEN usage_shape = 'bedrock_converse' AND bc_cd_bad > 0
+                 THEN struct_pack(f := 'usage.cacheDetails', r := 'an entry without ttl 5m or 1h, or whose inputTokens is not a whole number >= 0')
+            WHEN usage_shape = 'bedrock_converse' AND p_bc_cw_all_raw IS NOT NULL AND p_bc_cache_write IS NOT NULL
+                 AND p_bc_cw_all <> p_bc_cache_write
+                 THEN struct_pack(f := 'usage.cacheDetails', r := 'the cache writes by TTL add up to ' || p_bc_cw_all
+                      || ', not cacheWriteInputTokens = ' || p_bc_cache_write)
+            WHEN usage_shape = 'bedrock_converse' AND p_bc_total IS NOT NULL
+                 AND p_bc_total <> p_bc_input + p_bc_output + coalesce(p_bc_cache_read, 0) + coalesce(p_bc_cache_write, 0)
+                 THEN struct_pack(f := 'usage.totalTokens', r := 'totalTokens = ' || p_bc_total || ' is not inputTokens + outputTokens + '
+                      || 'cacheReadInputTokens + cacheWriteInputTokens = ' || (p_bc_input + p_bc_output + coalesce(p_bc_cache_read, 0) + coalesce(p_bc_cache_write, 0)))
+            WHEN usage_shape = 'anthropic' AND p_thinking_detail IS NOT NULL AND p_thinking IS NOT NULL AND p_thinking_detail <> p_thinking
+                 THEN struct_pack(f := 'usage.output_tokens_details.thinking_tokens', r := 'disagrees with usage.thinking_tokens (its older alias): '
+                      || p_thinking_detail || ' vs ' || p_thinking)
             WHEN usage_shape = 'gemini' AND p_g_prompt < coalesce(p_g_cached, 0) THEN struct_pack(f := 'usageMetadata.cachedContentTokenCount', r := 'cached tokens exceed promptTokenCount, which includes them')
             WHEN uncached_input_tokens < 0 THEN struct_pack(f := 'usage.cached_tokens', r := 'cached tokens exceed the prompt tokens they are part of')
-            WHEN thinking_tokens > completion_total THEN struct_pack(f := 'usage.reasoning_tokens', r := 'reasoning/thinking tokens exceed the output tokens they are part of')
+            WHEN thinking_tokens > completion_total THEN struct_pack(f := CASE usage_shape WHEN 'anthropic' THEN
+                     CASE WHEN p_thinking_detail IS NOT NULL THEN 'usage.output_tokens_details.thinking_tokens' ELSE 'usage.thinking_tokens' END
+                     WHEN 'gemini' THEN 'usageMetadata.thoughtsTokenCount' ELSE 'usage.reasoning_tokens' END, r := 'reasoning/thinking tokens exceed the output tokens they are part of')
             WHEN latency_raw IS NOT NULL AND (latency_ms IS NULL OR latency_ms < 0 OR isnan(latency_ms) OR isinf(latency_ms)) THEN struct_pack(f := 'latency_ms', r := 'not a non-negative number: ' || latency_raw)
             WHEN ttft_raw IS NOT NULL AND (ttft_ms IS NULL OR ttft_ms < 0 OR isnan(ttft_ms) OR isinf(ttft_ms)) THEN struct_pack(f := 'ttft_ms', r := 'not a non-negative number: ' || ttft_raw)
             WHEN tier_raw IS NOT NULL AND tier_raw NOT IN ({tiers}) THEN struct_pack(f := 'service_tier', r := 'unknown service tier "' || tier_raw || '" (known: {tier_list})')
+            WHEN traffic_raw IS NOT NULL AND traffic_raw NOT IN ({traffic_types})
+                 THEN struct_pack(f := 'usageMetadata.trafficType', r := 'unknown traffic type "' || traffic_raw || '" (known: {traffic_list})')
             WHEN batch_raw IS NOT NULL AND batch_type IS DISTINCT FROM 'BOOLEAN' THEN struct_pack(f := 'batch', r := 'not a JSON boolean (true or false): ' || batch_raw)
             WHEN (p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL) AND p_cache_write IS NOT NULL
                  AND coalesce(p_cw_5m, 0) + coalesce(p_cw_1h, 0) <> p_cache_write
@@ -307,11 +375,13 @@ SELECT line, CASE WHEN problem IS NOT NULL THEN raw END AS raw,  -- kept for rej
        completion_total - thinking_tokens AS output_tokens,
        -- NULL for "not reported or standard / none", so that a call logged before these columns
        -- existed and the same call re-exported now are the same row (ingest dedupes on every value)
-       nullif(CASE tier_raw {tier_case} END, 'standard') AS service_tier,
+       nullif(coalesce(CASE tier_raw {tier_case} END, CASE traffic_raw {traffic_tier_case} END), 'standard') AS service_tier,
        CASE WHEN batch_raw = 'true' THEN true END AS is_batch,
        nullif(cache_write_1h_tokens, 0) AS cache_write_1h_tokens, processing_region,
        nullif(coalesce(p_web_search, web_search_calls), 0) AS web_search_requests,
-       lower(trim(search_size_raw)) AS web_search_context_size
+       lower(trim(search_size_raw)) AS web_search_context_size,
+       -- paid by a reservation: Gemini / Vertex AI provisioned throughput, Bedrock's reserved tier
+       CASE WHEN traffic_raw = 'PROVISIONED_THROUGHPUT' OR tier_raw = 'reserved' THEN 'provisioned' END AS billing
 FROM judged
 """
 
@@ -359,7 +429,9 @@ def _sql() -> str:
     ts_trim = _trimmed("ts_raw")
     tiers = ", ".join(f"'{t}'" for t in _TIERS)
     tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TIERS.items())
-    sql = _SQL.format(tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
+    traffic_types = ", ".join(f"'{t}'" for t in _TRAFFIC)
+    traffic_tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TRAFFIC.items())
+    sql = _SQL.format(traffic_types=traffic_types, traffic_list=", ".join(_TRAFFIC), traffic_tier_case=traffic_tier_case, tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
     return re.sub(r"nullif\(trim\((j\.[a-z_.]+)\), ''\)", lambda m: _nonblank(m.group(1)), sql)
 
 

@@ -92,6 +92,33 @@ def _pricing_modifiers(con):
     ]
 
 
+def _cloud_usage_shapes(con):
+    # msg_01 Anthropic: input_tokens 120 excludes the 3000 read and 500 written (100 of them with the 1-hour
+    #   TTL); output_tokens 900 includes output_tokens_details.thinking_tokens 700 -> output 200
+    # msg_bdrk_02 Bedrock InvokeModel (the Anthropic body, no cache fields): 80 uncached, 450 out of which 400 thinking
+    # cv-03 Bedrock Converse: inputTokens 15 excludes cacheRead 1000 and cacheWrite 2000 (cacheDetails: 1500 1h +
+    #   500 5m); totalTokens 3075 = 15 + 60 + 1000 + 2000; Converse reports no thinking count
+    # vx-04 Vertex AI: promptTokenCount 1200 includes 200 cached -> 1000; candidates 300 exclude 900 thoughts;
+    #   trafficType PROVISIONED_THROUGHPUT -> billing 'provisioned'
+    assert q(con, "SELECT request_id, provider, usage_shape, uncached_input_tokens, cached_input_tokens, cache_write_tokens, "
+                  "cache_write_1h_tokens, thinking_tokens, output_tokens, billing FROM stg.requests ORDER BY line") == [
+        ("msg_01", "anthropic", "anthropic", 120, 3000, 500, 100, 700, 200, None),
+        ("msg_bdrk_02", "bedrock", "anthropic", 80, 0, 0, None, 400, 50, None),
+        ("cv-03", "aws.bedrock", "bedrock_converse", 15, 1000, 2000, 1500, 0, 60, None),
+        ("vx-04", "vertex_ai", "gemini", 1000, 200, 0, None, 900, 300, "provisioned"),
+    ]
+
+
+def _endpoints(con):
+    assert q(con, "SELECT provider, endpoint, model, sheet_provider, deployment_type, region, billing "
+                  "FROM stg.endpoints ORDER BY line") == [
+        ("bedrock", "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3",
+         "anthropic.claude-sonnet-4-5-20250929-v1:0", "bedrock_converse", "data_zone_us", "us-east-1", "on_demand"),
+        ("azure", "prod-gpt5-eu", "gpt-5-2025-08-07", "azure", "data_zone_eu", "swedencentral", "on_demand"),
+        ("azure", "ptu-o3", "o3-2025-04-16", None, "global", "eastus2", "provisioned"),
+    ]
+
+
 def _openai_batch(con):
     # created 1751364000 = 2025-07-01 10:00:00 UTC (1751328000 is midnight); Responses body: created_at
     assert q(con, "SELECT request_id, ts, model, provider, usage_shape, uncached_input_tokens, cached_input_tokens, "
@@ -249,6 +276,16 @@ CASES = [
     Case("req_anthropic_batch_results", "requests", {REQ + "msgbatch_01_results.2025-07-01.jsonl": Out("loaded", 5, 2, 0, 3, (
         (2, "result", "errored: max_tokens: Field required"), (4, "result", "expired"), (5, "result", "canceled")))},
         check=_anthropic_batch),
+    # issue 24: Claude thinking (output_tokens_details), Bedrock InvokeModel / Converse, Vertex AI provisioned, and
+    # the bad ones: totalTokens that disagrees with its parts, two thinking counts that disagree, thinking above the
+    # output, an unknown trafficType, cacheDetails that do not add up, a usage object of no known shape
+    Case("req_cloud_usage_shapes", "requests", {REQ + "clouds.jsonl": Out("loaded", 10, 4, 0, 6, (
+        (5, "usage.totalTokens", "is not inputTokens + outputTokens + cacheReadInputTokens + cacheWriteInputTokens = 75"),
+        (6, "usage.output_tokens_details.thinking_tokens", "disagrees with usage.thinking_tokens (its older alias): 400 vs 300"),
+        (7, "usage.output_tokens_details.thinking_tokens", "exceed the output tokens"),
+        (8, "usageMetadata.trafficType", 'unknown traffic type "SPOT_MAYBE"'),
+        (9, "usage.cacheDetails", "add up to 90, not cacheWriteInputTokens = 100"),
+        (10, "usage", "matches no known usage shape")))}, check=_cloud_usage_shapes),
     # ---- LLM price sheets (sources/prices_llm.py)
     # BOM, CRLF, odd header case, columns reordered, an extra column with quoted commas
     Case("llm_csv_columns_case_order_extra", "prices_llm", {LLM + "sheet.2025-06-01.csv": Out("loaded", 3, 3)}),
@@ -305,6 +342,9 @@ CASES = [
         (6, "usd_per_gpu_hour", "'2,95'"), (8, "active_from", "not an ISO-8601 timestamp")))}, check=_nodes),
     Case("catalog_models_bom_crlf_quotes", "catalog", {"catalog/models.csv": Out("loaded", 3, 2, 0, 1, (
         (4, "reasoning", "not a boolean: 'maybe'"),))}, check=_models),
+    Case("catalog_endpoints_bad_rows", "catalog", {"catalog/endpoints.csv": Out("loaded", 6, 3, 0, 3, (
+        (5, "endpoint", "missing"), (6, "billing", "not on_demand or provisioned: 'monthly'"),
+        (7, "deployment_type", "'cross-region'")))}, check=_endpoints),
     Case("catalog_deployments_dropped_column", "catalog", {
         "catalog/deployments.csv": Out.unreadable(1, "gpus", "missing required column")}),
     # ---- bills (sources/bills_openai.py, bills_anthropic.py, bills_focus.py)

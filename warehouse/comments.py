@@ -168,6 +168,21 @@ COLUMNS: dict[str, dict[str, str]] = {
         "reasoning_cost_usd": _d("The part of cost_usd due to thinking tokens", USD),
         "calls": _d("Calls behind the spend (0 for idle rows and bills)", COUNT),
     },
+    "marts.provisioned_usage": {
+        "day": _d("UTC day of the calls", DAY),
+        "provider": _d("API provider (canonical: bedrock, vertex_ai, azure, ...)", LABEL),
+        "model": _d("Model (lower case, no provider/ prefix, no date suffix)", LABEL),
+        "calls": _d("API calls paid by a reservation (Vertex AI trafficType PROVISIONED_THROUGHPUT, or an "
+                    "endpoints.csv row with billing = provisioned); they cost 0 per token in core.call_costs", COUNT),
+        "uncached_input_tokens": _d("Prompt tokens neither read from nor written to the cache", TOKENS),
+        "cached_input_tokens": _d("Prompt tokens read from the cache", TOKENS),
+        "cache_write_tokens": _d("Prompt tokens written to the cache", TOKENS),
+        "thinking_tokens": _d("Thinking (reasoning) tokens", TOKENS),
+        "output_tokens": _d("Visible output tokens", TOKENS),
+        "on_demand_usd": _d("What the same calls would have cost on demand at the price sheet in force "
+                            "(NULL where no sheet prices the model)", USD),
+        "on_demand_unpriced_calls": _d("Of calls, those no price sheet prices on demand (not in on_demand_usd)", COUNT),
+    },
     "marts.unpriced_usage": {
         "serving": _d("'api' or 'self_hosted'", LABEL),
         "provider": _d("API provider or node provider", LABEL),

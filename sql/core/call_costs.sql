@@ -11,7 +11,12 @@
 -- the basis, the rate_* columns the rates used (after uplift), cost_at_standard_usd the same call
 -- at standard rates. A call with no modifier costs exactly what it cost before.
 -- provider: the node's provider for a self-hosted call, else the reported one, else the provider
--- of the price sheet the call is priced from.
+-- of the price sheet the call is priced from, as its canonical name (core.provider_key: aws.bedrock
+-- and bedrock_converse are 'bedrock', gcp.vertex_ai is 'vertex_ai', azure.ai.openai is 'azure').
+-- A call paid by a reservation (billing = 'provisioned': Vertex AI provisioned throughput, an
+-- endpoints.csv row) costs 0 per token (price_basis 'provisioned', never unpriced);
+-- on_demand_cost_usd is what any API call costs per token on its basis (for a provisioned call:
+-- what it would have cost on demand; marts.provisioned_usage).
 -- Speed: what depends only on (provider, model, node, UTC day) -- the sheet model, the node's
 -- provider, the price version in force (versions start and end at dates) -- is looked up once per
 -- distinct key and joined back to the calls by equality; no per-call window, range join or regex.
@@ -213,7 +218,8 @@ calls AS (
                        OR (f.price_provider = 'xai' AND r.prompt_tokens = x.n))[1].kind
            END AS lc,
            f.price_provider, f.price_model, f.price_version_id,
-           coalesce(CASE WHEN r.node_id IS NULL THEN r.reported_provider ELSE f.node_provider END, f.price_provider) AS provider,
+           core.provider_key(coalesce(CASE WHEN r.node_id IS NULL THEN r.reported_provider ELSE f.node_provider END,
+                                      f.price_provider)) AS provider,
            f.input_usd_per_mtok, f.cached_input_usd_per_mtok, f.cache_write_usd_per_mtok,
            f.output_usd_per_mtok, f.reasoning_usd_per_mtok
     FROM requests r
@@ -283,20 +289,25 @@ allocated AS (
     GROUP BY request_id
 ),
 final AS (
-    SELECT c.* EXCLUDE (api_cost_usd, api_thinking_cost_usd, api_cost_at_standard_usd),
+    SELECT c.* EXCLUDE (api_cost_usd, api_thinking_cost_usd, api_cost_at_standard_usd, price_basis),
            -- every branch cast to DECIMAL(38,15): a CASE over (38,15) and (38,6) is typed (38,6) and
            -- would round each API call's cost to the micro-dollar before the marts sum it
-           CASE WHEN c.serving = 'api' THEN CAST(c.api_cost_usd AS DECIMAL(38,15))
+           CASE WHEN c.serving = 'api' AND c.billing = 'provisioned' THEN CAST(0 AS DECIMAL(38,15))
+                WHEN c.serving = 'api' THEN CAST(c.api_cost_usd AS DECIMAL(38,15))
                 ELSE CAST(CAST(a.allocated_micro_usd AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(38,15))
            END AS cost_usd,
-           CASE WHEN c.serving = 'api' THEN CAST(c.api_thinking_cost_usd AS DECIMAL(38,15))
+           CASE WHEN c.serving = 'api' AND c.billing = 'provisioned' THEN CAST(0 AS DECIMAL(38,15))
+                WHEN c.serving = 'api' THEN CAST(c.api_thinking_cost_usd AS DECIMAL(38,15))
                 WHEN c.total_tokens = 0 THEN CAST(0 AS DECIMAL(38,15))
                 ELSE CAST(CAST(CAST(a.allocated_micro_usd AS HUGEINT) * c.thinking_tokens // c.total_tokens AS DECIMAL(38,0))
                           * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(38,15))
            END AS thinking_cost_usd,
            a.allocated_micro_usd,
-           CASE WHEN c.serving = 'api' THEN c.api_cost_usd IS NULL ELSE a.allocated_micro_usd IS NULL END AS unpriced,
-           CASE WHEN c.serving = 'api' THEN c.api_cost_at_standard_usd END AS cost_at_standard_usd
+           CASE WHEN c.serving = 'api' AND c.billing = 'provisioned' THEN false
+                WHEN c.serving = 'api' THEN c.api_cost_usd IS NULL ELSE a.allocated_micro_usd IS NULL END AS unpriced,
+           CASE WHEN c.serving = 'api' THEN c.api_cost_at_standard_usd END AS cost_at_standard_usd,
+           CASE WHEN c.serving = 'api' AND c.billing = 'provisioned' THEN 'provisioned' ELSE c.price_basis END AS price_basis,
+           CASE WHEN c.serving = 'api' THEN CAST(c.api_cost_usd AS DECIMAL(38,15)) END AS on_demand_cost_usd
     FROM costed2 c
     LEFT JOIN allocated a USING (request_id)
 )
@@ -305,10 +316,12 @@ SELECT * EXCLUDE (service_tier, is_batch, cache_write_1h_tokens, processing_regi
                   web_search_context_size, price_basis, tier_priced_as_standard, price_note,
                   rate_input_usd_per_mtok, rate_cached_input_usd_per_mtok, rate_cache_write_usd_per_mtok,
                   rate_cache_write_1h_usd_per_mtok, rate_output_usd_per_mtok, rate_reasoning_usd_per_mtok,
-                  regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd),
+                  regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd, billing, on_demand_cost_usd),
        service_tier, is_batch, cache_write_1h_tokens, processing_region, web_search_requests,
        web_search_context_size, price_basis, tier_priced_as_standard, price_note,
        rate_input_usd_per_mtok, rate_cached_input_usd_per_mtok, rate_cache_write_usd_per_mtok,
        rate_cache_write_1h_usd_per_mtok, rate_output_usd_per_mtok, rate_reasoning_usd_per_mtok,
-       regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd
+       regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd,
+       -- issue 24: how the call is paid, and its per-token cost on its basis
+       billing, on_demand_cost_usd
 FROM final

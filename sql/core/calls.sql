@@ -6,6 +6,7 @@
 -- of the task that has one), else 'unknown'; tier is the call's own (fast / medium / full by its
 -- thinking tokens, ops.settings); the task's own day, team and tier are in core.tasks.
 -- service_tier: as reported; an API call that reports none is on the standard tier.
+-- billing (issue 24): 'provisioned' or 'on_demand' for an API call (core.reported_models).
 -- Until issue 17 core.calls was a view of core.call_costs with the API money columns; they are
 -- in core.call_costs (api_cost_usd = cost_usd of an API call; see CHANGELOG.md).
 -- @kind: incremental_by_day
@@ -27,9 +28,16 @@ task_defaults AS (
     GROUP BY task_id
 ),
 model_keys AS (
-    -- the model key is looked up once per reported model, not once per call
-    SELECT reported_model, core.model_key(reported_model) AS model
-    FROM (SELECT DISTINCT model AS reported_model FROM requests)
+    -- the model key is looked up once per reported model, not once per call: an API call's from
+    -- core.reported_models (endpoints.csv, Bedrock ARNs), a self-hosted call's from its name
+    SELECT k.reported_provider, k.reported_model, k.self_hosted,
+           CASE WHEN k.self_hosted THEN core.model_key(k.reported_model) ELSE m.model_key END AS model,
+           m.billing AS endpoint_billing
+    FROM (SELECT DISTINCT provider AS reported_provider, model AS reported_model, node_id IS NOT NULL AS self_hosted
+          FROM requests) k
+    LEFT JOIN core.reported_models m
+           ON NOT k.self_hosted AND m.reported_provider IS NOT DISTINCT FROM k.reported_provider
+          AND m.reported_model = k.reported_model
 ),
 nodes AS (
     SELECT node_id FROM core.dim_nodes
@@ -50,9 +58,13 @@ SELECT r.request_id, r.ts, CAST(r.ts AS DATE) AS day, date_trunc('hour', r.ts) A
        r.provider AS reported_provider, r.file_id AS source_file_id,
        CASE WHEN r.node_id IS NULL THEN coalesce(r.service_tier, 'standard') ELSE r.service_tier END AS service_tier,
        coalesce(r.is_batch, false) AS is_batch, coalesce(r.cache_write_1h_tokens, 0) AS cache_write_1h_tokens,
-       r.processing_region, coalesce(r.web_search_requests, 0) AS web_search_requests, r.web_search_context_size
+       r.processing_region, coalesce(r.web_search_requests, 0) AS web_search_requests, r.web_search_context_size,
+       -- how an API call is paid (issue 24): 'provisioned' (reported by the call, e.g. Vertex AI
+       -- trafficType, or its endpoints.csv row) or 'on_demand'; NULL for a self-hosted call
+       CASE WHEN r.node_id IS NULL THEN coalesce(r.billing, k.endpoint_billing, 'on_demand') END AS billing
 FROM requests r
 CROSS JOIN settings s
-JOIN model_keys k ON k.reported_model = r.model
+JOIN model_keys k ON k.reported_model = r.model AND k.reported_provider IS NOT DISTINCT FROM r.provider
+                 AND k.self_hosted = (r.node_id IS NOT NULL)
 LEFT JOIN task_defaults t ON t.task_id = r.task_id
 LEFT JOIN nodes n ON n.node_id = r.node_id

@@ -1,16 +1,25 @@
 -- Usage thinktax could not price, so it is never silently costed at $0.
 -- @kind: full
 -- @grain: one row per (serving, provider, reported model, node, reason).
-WITH calls AS (
-    SELECT serving, provider, reported_model, node_id, ts,
+WITH resolution AS (
+    SELECT reported_provider, reported_model, unresolved_reason, provider_key FROM core.reported_models
+),
+calls AS (
+    SELECT c.serving, c.provider, c.reported_model, c.node_id, c.ts,
            CASE
-               WHEN serving = 'api' AND price_model IS NULL THEN 'no price sheet names this model'
-               WHEN serving = 'api' THEN 'no price in force at the call time'
-               WHEN NOT node_known THEN 'node not in nodes.csv'
+               WHEN c.serving = 'api' AND c.price_model IS NULL AND m.unresolved_reason IS NOT NULL THEN m.unresolved_reason
+               WHEN c.serving = 'api' AND c.price_model IS NULL AND m.provider_key = 'azure'
+                   THEN 'no price sheet names this model (an Azure deployment name? map it to its model in catalog/endpoints.csv)'
+               WHEN c.serving = 'api' AND c.price_model IS NULL THEN 'no price sheet names this model'
+               WHEN c.serving = 'api' THEN 'no price in force at the call time'
+               WHEN NOT c.node_known THEN 'node not in nodes.csv'
                ELSE 'node has no GPU price for this hour (or the call is outside its active period)'
            END AS reason
-    FROM core.call_costs
-    WHERE unpriced
+    FROM core.call_costs c
+    LEFT JOIN resolution m
+           ON c.serving = 'api' AND m.reported_provider IS NOT DISTINCT FROM c.reported_provider
+          AND m.reported_model = c.reported_model
+    WHERE c.unpriced
 ),
 node_hours AS (
     SELECT 'self_hosted' AS serving, provider, model AS reported_model, node_id, hour AS ts,
