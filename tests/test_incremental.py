@@ -192,10 +192,12 @@ LLM_PRICE_READERS = {
     "marts.node_hours", "marts.cost_per_task", "marts.task_cost_breakdown",
     # issues 14, 15, 18: marts over core.call_costs
     "marts.price_basis_mix", "marts.budget_status", "marts.cost_crosscheck",
+    # issue 24: provisioned calls with what they would have cost on demand
+    "marts.provisioned_usage",
 }
 # issue 17, calls before costs: what reads only calls and tokens reads core.calls, not core.call_costs,
 # so a new price sheet leaves it alone
-NOT_PRICE_READERS = {"core.calls", "core.tasks", "core.self_hosted_allocation", "core.call_kv", "core.call_profiles",
+NOT_PRICE_READERS = {"core.calls", "core.reported_models", "core.tasks", "core.self_hosted_allocation", "core.call_kv", "core.call_profiles",
                      "marts.kv_thinking_share", "marts.peak_concurrency"}
 
 

@@ -47,7 +47,10 @@ def test_every_model_has_a_valid_header_and_a_grain():
 def test_dependencies_come_from_the_syntax_tree_not_string_literals():
     deps = {m.table: m.deps for m in load_models()}
     # the per-call chain runs one way: calls -> tasks / self_hosted_allocation -> call_costs -> marts
-    assert deps["core.calls"] == {"stg.requests", "ops.settings", "core.dim_nodes"}
+    assert deps["core.calls"] == {"stg.requests", "ops.settings", "core.dim_nodes", "core.reported_models"}
+    # what a logged name stands for reads the calls and catalog/endpoints.csv, never a price sheet, so a new
+    # sheet does not rebuild core.calls (issue 24)
+    assert deps["core.reported_models"] == {"stg.requests", "stg.endpoints"}
     assert deps["core.tasks"] == {"core.calls"}
     assert deps["core.self_hosted_allocation"] == {"core.calls", "core.node_hours_cost"}
     assert "core.calls" in deps["core.call_costs"] and "stg.requests" not in deps["core.call_costs"]

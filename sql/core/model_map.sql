@@ -10,10 +10,10 @@
 -- that exact id when the sheet has it (the us. profile costs more than global.), else at the id
 -- without the prefix; the sheet's region-path entries (bedrock/us-gov-east-1/...) only for a call
 -- whose endpoints.csv region is that region. Candidates are ranked: the sheet provider endpoints.csv
--- names, the call's own provider before the Gemini/Vertex fallback, the exact name, the name
--- without the sheet's provider path, then (Azure) the entry of the deployment's data zone
+-- names, the call's own provider before the Gemini/Vertex fallback, the exact name, the same
+-- model key before a Bedrock id without its profile prefix, then (Azure) the entry of the deployment's data zone
 -- (azure/eu/...) before the zone-less one before other zones, a sheet name without prefix, the
--- undated name, the shortest. A call takes the best-ranked candidate with a price in force at its
+-- undated name (o3-2025-04-16 on Azure: azure/o3), the shortest. A call takes the best-ranked candidate with a price in force at its
 -- time (core.call_costs).
 -- @kind: full
 -- @grain: one row per distinct (provider, model) reported by API calls x candidate sheet model (one
@@ -41,7 +41,6 @@ candidates AS (
                         (s.model = r.resolved_model) DESC, (lower(s.model) = lower(r.resolved_model)) DESC,
                         (s.model_key = r.model_key) DESC,
                         (s.model LIKE '%/%'),
-                        (lower(regexp_replace(s.model, '^.*/', '')) = lower(regexp_replace(r.resolved_model, '^.*/', ''))) DESC,
                         CASE WHEN s.sheet_zone = '' THEN 1 WHEN s.sheet_zone = r.zone THEN 0 ELSE 2 END,
                         (s.model = s.model_key) DESC, length(s.model), s.provider, s.model
            ) AS preference
