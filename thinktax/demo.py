@@ -10,6 +10,14 @@ run from 1k to 30k tokens; about half the calls are fast (no reasoning), so the 
 from the 80/15/5 target. Three gateways write the three usage shapes. A handful of broken
 records (a truncated line, reasoning > completion) show the quarantine at work.
 
+Cloud traffic (issue 24), drawn with its own seed so the traffic above is byte-for-byte what it
+was: team ``platform`` runs Claude 3.7 Sonnet on Amazon Bedrock (Converse responses through the
+``us.`` cross-region profile with prompt caching, some 1-hour cache writes, and InvokeModel calls
+returning the Anthropic body with ``output_tokens_details.thinking_tokens``); team ``analytics``
+runs Gemini 2.5 Pro on Vertex AI from 2026-07-24 (the sheet that prices it), a third of it on
+provisioned throughput (``trafficType`` PROVISIONED_THROUGHPUT); team ``ops`` calls o4-mini through
+an Azure OpenAI deployment named ``ops-o4mini-eu``, mapped in ``catalog/endpoints.csv``.
+
 Every per-call column is drawn with numpy in one vectorised pass and written with polars
 (one file per gateway and day); no per-call Python loop.
 """
@@ -68,6 +76,14 @@ class DemoSpec:
     days: int = 55
     tasks_per_day: int = 1700
     seed: int = 7
+    clouds: bool = True  # the Bedrock / Vertex AI / Azure teams (their own seed: the rest is unchanged)
+
+
+# cloud traffic: (team, gateway, share of the cloud tasks, mean calls per task)
+CLOUD_TEAMS = (("platform", "bedrock_converse", 0.45, 2.0), ("platform", "bedrock_invoke", 0.15, 1.5),
+               ("analytics", "vertex_gemini", 0.25, 1.5), ("ops", "azure_chat", 0.15, 1.2))
+CLOUD_TASK_SHARE = 0.08  # cloud tasks per day, as a share of tasks_per_day
+VERTEX_FROM = dt.date(2026, 7, 24)  # gemini-2.5-pro is on the 2026-07-24 sheet, not on the 2025-05-19 one
 
 
 def _catalog_files(landing: Path) -> None:
@@ -87,6 +103,11 @@ def _catalog_files(landing: Path) -> None:
         "claude-3-7-sonnet,claude,true,,,,,\n"
         "gpt-4.1-mini,gpt-4.1,false,,,,,\n"
         "gpt-4.1-nano,gpt-4.1,false,,,,,\n"
+    )
+    # what the logs name instead of a model: the Azure deployment of team ops (EU data zone)
+    (cat / "endpoints.csv").write_text(
+        "provider,endpoint,model,sheet_provider,deployment_type,region,billing\n"
+        "azure,ops-o4mini-eu,o4-mini,azure,global,swedencentral,on_demand\n"
     )
     (cat / "nodes.csv").write_text(
         "node_id,provider,gpu_type,gpus,model,precision,usd_per_gpu_hour,active_from,active_to\n"
@@ -230,7 +251,8 @@ def _records(df: pl.DataFrame, gateway: str) -> pl.DataFrame:
             pl.col("cached").alias("cache_read_input_tokens"),
             pl.col("cache_write").alias("cache_creation_input_tokens"),
             (pl.col("thinking") + pl.col("output")).alias("output_tokens"),
-            pl.col("thinking").alias("thinking_tokens"),
+            # thinking: the documented usage.output_tokens_details.thinking_tokens (part of output_tokens)
+            pl.struct(pl.col("thinking").alias("thinking_tokens")).alias("output_tokens_details"),
         )
         meta = pl.struct(pl.col("team"), pl.col("task_type"), pl.col("task_id"))
         return df.select(pl.col("epoch").round(3).alias("ts"), "request_id", "model", "provider",
@@ -243,6 +265,106 @@ def _records(df: pl.DataFrame, gateway: str) -> pl.DataFrame:
         pl.struct(pl.col("thinking").alias("reasoning_tokens")).alias("completion_tokens_details"),
     )
     return df.select(*common, "node_id", "task_id", "team", "task_type", "latency_ms", usage.alias("usage"))
+
+
+def generate_cloud_calls(spec: DemoSpec) -> pl.DataFrame:
+    """The Bedrock, Vertex AI and Azure teams' calls, one row per call, drawn vectorised with their
+    own generator (seed + 1000), so that generate_calls' draws are untouched."""
+    rng = np.random.default_rng(spec.seed + 1000)
+    n_tasks = max(1, int(spec.tasks_per_day * CLOUD_TASK_SHARE)) * spec.days
+    task_day = np.repeat(np.arange(spec.days), n_tasks // spec.days)
+    kind = rng.choice(len(CLOUD_TEAMS), size=len(task_day), p=[c[2] for c in CLOUD_TEAMS])
+    first_vertex_day = (VERTEX_FROM - spec.start).days
+    # Vertex AI tasks before its sheet's date go to Bedrock Converse (the team moved over on 2026-07-24)
+    kind = np.where((kind == 2) & (task_day < first_vertex_day), 0, kind)
+    mean_calls = np.array([c[3] for c in CLOUD_TEAMS])[kind]
+    calls_per_task = np.minimum(1 + rng.poisson(mean_calls - 1), 8)
+    hour = np.clip(rng.normal(14, 4, len(task_day)), 0, 23.99)
+    n = int(calls_per_task.sum())
+    task_of_call = np.repeat(np.arange(len(task_day)), calls_per_task)
+    first_call = np.repeat(np.cumsum(calls_per_task) - calls_per_task, calls_per_task)
+    step = np.arange(n) - first_call
+    gateway = np.array([c[1] for c in CLOUD_TEAMS])[kind][task_of_call]
+    team = np.array([c[0] for c in CLOUD_TEAMS])[kind][task_of_call]
+    prompt = np.clip(rng.lognormal(np.log(4000) + 0.2 * np.minimum(step, 4), 0.6, n), 500, 60000).astype(np.int64)
+    reasoning = rng.random(n) < 0.6
+    output = np.clip(rng.lognormal(np.log(400), 0.6, n), 20, 4000).astype(np.int64)
+    thinking = np.where(reasoning, (output * rng.uniform(4, 20, n)).astype(np.int64), 0)
+    cached = np.where(step > 0, (prompt * rng.uniform(0.3, 0.8, n)).astype(np.int64), 0)
+    # Bedrock prompt caching: the first call of a task writes half its prompt, a fifth of them with the 1-hour TTL
+    cache_write = np.where((step == 0) & (gateway != "azure_chat") & (gateway != "vertex_gemini"),
+                           (prompt * 0.5).astype(np.int64), 0)
+    write_1h = np.where(rng.random(n) < 0.2, cache_write, 0)
+    # Converse reports no thinking count: its outputTokens hold the thinking
+    provisioned = (gateway == "vertex_gemini") & (rng.random(n) < 0.33)
+    gap = rng.exponential(25, n)
+    elapsed = np.cumsum(gap)
+    within = elapsed - (elapsed[first_call] - gap[first_call])
+    ts = np.minimum(task_day[task_of_call] * 86400.0 + hour[task_of_call] * 3600.0 + within,
+                    (task_day[task_of_call] + 1) * 86400.0 - 1)
+    start = dt.datetime.combine(spec.start, dt.time(), dt.UTC).timestamp()
+    task_types = np.array(["doc_pipeline", "analytics_qa", "ops_triage"])
+    task_type = np.where(team == "platform", task_types[0], np.where(team == "analytics", task_types[1], task_types[2]))
+    df = pl.DataFrame({
+        "epoch": start + ts,
+        "request_id": np.char.add("cloud-", np.arange(n).astype(str)),
+        "task_id": np.char.add("cloud-task-", task_of_call.astype(str)),
+        "team": team, "task_type": task_type, "gateway": gateway,
+        "prompt": prompt, "cached": cached, "cache_write": cache_write, "write_1h": write_1h,
+        "thinking": thinking, "output": output, "provisioned": provisioned,
+        "latency_ms": (400 + (thinking + output) * rng.uniform(5, 12, n)).round(1),
+    })
+    return df.with_columns(pl.from_epoch(pl.col("epoch"), time_unit="s").dt.date().alias("day"))
+
+
+def _cloud_records(df: pl.DataFrame, gateway: str) -> pl.DataFrame:
+    """Each cloud gateway's lines: the provider's response body as returned, with ts, provider,
+    model (where the body has none), team and task at the top level."""
+    ts_iso = pl.from_epoch((pl.col("epoch") * 1000).cast(pl.Int64), time_unit="ms").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+    common = [ts_iso.alias("ts"), "task_id", "team", "task_type", "latency_ms"]
+    five_min = pl.col("cache_write") - pl.col("write_1h")
+    if gateway == "bedrock_converse":
+        # Amazon Bedrock Converse: inputTokens exclude cache reads and writes; totalTokens = all four
+        uncached = pl.col("prompt") - pl.col("cached") - pl.col("cache_write")
+        completion = pl.col("thinking") + pl.col("output")
+        details = pl.when(pl.col("cache_write") > 0).then(pl.concat_list(
+            pl.struct(pl.lit("1h").alias("ttl"), pl.col("write_1h").alias("inputTokens")),
+            pl.struct(pl.lit("5m").alias("ttl"), five_min.alias("inputTokens"))))
+        usage = pl.struct(uncached.alias("inputTokens"), completion.alias("outputTokens"),
+                          (pl.col("prompt") + completion).alias("totalTokens"),
+                          pl.col("cached").alias("cacheReadInputTokens"), pl.col("cache_write").alias("cacheWriteInputTokens"),
+                          details.alias("cacheDetails"))
+        return df.select(*common, pl.col("request_id"), pl.lit("aws.bedrock").alias("provider"),
+                         pl.lit("us.anthropic.claude-3-7-sonnet-20250219-v1:0").alias("model"),
+                         pl.lit("end_turn").alias("stopReason"), usage.alias("usage"))
+    if gateway == "bedrock_invoke":
+        # InvokeModel returns the Anthropic Messages body for Claude
+        usage = pl.struct(
+            (pl.col("prompt") - pl.col("cached") - pl.col("cache_write")).alias("input_tokens"),
+            pl.col("cached").alias("cache_read_input_tokens"), pl.col("cache_write").alias("cache_creation_input_tokens"),
+            pl.struct(five_min.alias("ephemeral_5m_input_tokens"), pl.col("write_1h").alias("ephemeral_1h_input_tokens")
+                      ).alias("cache_creation"),
+            (pl.col("thinking") + pl.col("output")).alias("output_tokens"),
+            pl.struct(pl.col("thinking").alias("thinking_tokens")).alias("output_tokens_details"))
+        return df.select(*common, pl.col("request_id").alias("id"), pl.lit("message").alias("type"),
+                         pl.lit("bedrock").alias("provider"), pl.lit("anthropic.claude-3-7-sonnet-20250219-v1:0").alias("model"),
+                         usage.alias("usage"))
+    if gateway == "vertex_gemini":
+        # Vertex AI generateContent: promptTokenCount includes the cached tokens, candidates exclude thoughts
+        meta = pl.struct(pl.col("prompt").alias("promptTokenCount"), pl.col("cached").alias("cachedContentTokenCount"),
+                         pl.col("output").alias("candidatesTokenCount"), pl.col("thinking").alias("thoughtsTokenCount"),
+                         (pl.col("prompt") + pl.col("output") + pl.col("thinking")).alias("totalTokenCount"),
+                         pl.when(pl.col("provisioned")).then(pl.lit("PROVISIONED_THROUGHPUT")).otherwise(pl.lit("ON_DEMAND"))
+                         .alias("trafficType"))
+        return df.select(*common, pl.col("request_id").alias("responseId"), pl.lit("vertex_ai").alias("provider"),
+                         pl.lit("gemini-2.5-pro").alias("modelVersion"), meta.alias("usageMetadata"))
+    # Azure OpenAI chat completion through a deployment: the body's model is the deployment's model; the
+    # gateway logs the deployment name (mapped in catalog/endpoints.csv)
+    usage = pl.struct(pl.col("prompt").alias("prompt_tokens"), (pl.col("thinking") + pl.col("output")).alias("completion_tokens"),
+                      pl.struct(pl.col("cached").alias("cached_tokens")).alias("prompt_tokens_details"),
+                      pl.struct(pl.col("thinking").alias("reasoning_tokens")).alias("completion_tokens_details"))
+    return df.select(*common, pl.col("request_id").alias("id"), pl.lit("azure").alias("provider"),
+                     pl.lit("ops-o4mini-eu").alias("model"), usage.alias("usage"))
 
 
 def write_landing(landing: Path, spec: DemoSpec = DemoSpec()) -> dict[str, int]:
@@ -265,6 +387,13 @@ def write_landing(landing: Path, spec: DemoSpec = DemoSpec()) -> dict[str, int]:
             path.with_suffix(".jsonl.gz").write_bytes(gzip.compress(path.read_bytes(), mtime=0))
             path.unlink()
         files += 1
+    cloud_calls = generate_cloud_calls(spec) if spec.clouds else None
+    if cloud_calls is not None:
+        for (gateway, day), part in cloud_calls.sort("epoch").group_by(["gateway", "day"], maintain_order=True):
+            _cloud_records(part, gateway).write_ndjson(req / f"{gateway}__{day}.jsonl")
+            files += 1
+    else:
+        (landing / "catalog" / "endpoints.csv").unlink()
     # Real logs are not perfect: a truncated line and a call whose reasoning exceeds its completion.
     bad = req / "openai_chat__late-fixups.jsonl"
     bad.write_text(
@@ -272,7 +401,9 @@ def write_landing(landing: Path, spec: DemoSpec = DemoSpec()) -> dict[str, int]:
         '"completion_tokens_details":{"reasoning_tokens":400}}}\n'
         '{"ts":"2026-08-08T23:59:02Z","request_id":"req-bad-2","model":"o3","provider":"openai","usage":{"prompt_tok\n'
     )
-    return {"calls": calls.height, "tasks": calls["task_id"].n_unique(), "days": spec.days, "request_files": files + 1}
+    n_cloud = 0 if cloud_calls is None else cloud_calls.height
+    tasks = calls["task_id"].n_unique() + (0 if cloud_calls is None else cloud_calls["task_id"].n_unique())
+    return {"calls": calls.height + n_cloud, "tasks": tasks, "days": spec.days, "request_files": files + 1}
 
 
 def is_demo_folder(landing: Path) -> bool:
