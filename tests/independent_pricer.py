@@ -94,10 +94,11 @@ def _rate(entry: dict, base: str, lc: str, tier: str) -> Decimal | None:
     return None
 
 
-def on_demand_price(entry: dict, b: Buckets, tier: str = "standard", region: str | None = None) -> Decimal:
+def _rates(entry: dict, prompt: int, tier: str, region: str | None) -> dict[str, Decimal]:
+    """Per-token rates of a call, already multiplied by the regional uplift."""
     if tier not in ("standard", "default", "") and not any(k.endswith(f"_{tier}") for k in entry):
         tier = "standard"  # the sheet has no rate for this tier: standard
-    lc = long_context_suffix(entry, b.prompt)
+    lc = long_context_suffix(entry, prompt)
     i = _rate(entry, "input_cost_per_token", lc, tier)
     if i is None:
         raise KeyError("the entry has no input_cost_per_token")
@@ -114,10 +115,23 @@ def on_demand_price(entry: dict, b: Buckets, tier: str = "standard", region: str
     if region:
         v = _num(entry.get("provider_specific_entry") or {}, region)
         up = v if v is not None else up
-    cost = (b.uncached_input_tokens * i + b.cached_input_tokens * cr
-            + (b.cache_write_tokens - b.cache_write_1h_tokens) * w5 + b.cache_write_1h_tokens * w1
-            + b.thinking_tokens * r + b.output_tokens * o)
-    return cost * up
+    return {"input": i * up, "cached": cr * up, "write_5m": w5 * up, "write_1h": w1 * up, "reasoning": r * up,
+            "output": o * up}
+
+
+def on_demand_price(entry: dict, b: Buckets, tier: str = "standard", region: str | None = None) -> Decimal:
+    x = _rates(entry, b.prompt, tier, region)
+    return (b.uncached_input_tokens * x["input"] + b.cached_input_tokens * x["cached"]
+            + (b.cache_write_tokens - b.cache_write_1h_tokens) * x["write_5m"] + b.cache_write_1h_tokens * x["write_1h"]
+            + b.thinking_tokens * x["reasoning"] + b.output_tokens * x["output"])
+
+
+def thinking_price(entry: dict, b: Buckets, tier: str = "standard", region: str | None = None,
+                   billing: str = "on_demand") -> Decimal:
+    """The part of the call's cost that is thinking (the "thinking tax" of one call)."""
+    if billing == "provisioned":
+        return Decimal(0)
+    return b.thinking_tokens * _rates(entry, b.prompt, tier, region)["reasoning"]
 
 
 def price(entry: dict, b: Buckets, tier: str = "standard", region: str | None = None,

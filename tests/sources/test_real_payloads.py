@@ -7,8 +7,12 @@ For every payload of tests/fixtures/real/payloads/manifest.json:
   semantics (written out in the manifest);
 * core.call_costs.cost_usd equals the independent pricer's (tests/independent_pricer.py) at the
   sheet entry the manifest names, to 1e-9 USD;
+* core.call_costs.thinking_cost_usd equals the pricer's thinking part (the thinking tax of the call);
+* a tier the call reports (Bedrock Converse serviceTier, Vertex trafficType ON_DEMAND_FLEX) is
+  recorded, and priced at standard and flagged when the sheet has no rate for it;
 * nothing is quarantined or unpriced; a Vertex AI PROVISIONED_THROUGHPUT call costs 0 per token
-  with price_basis 'provisioned'.
+  with price_basis 'provisioned' and is counted in marts.provisioned_usage with what it would have
+  cost on demand.
 Provenance of each body: tests/fixtures/real/payloads/README.md and NOTICE.
 """
 
@@ -22,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import build_warehouse
-from tests.independent_pricer import BUCKETS, SHEET_PATH, Buckets, load_sheet, on_demand_price, price
+from tests.independent_pricer import BUCKETS, SHEET_PATH, Buckets, load_sheet, on_demand_price, price, thinking_price
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "payloads"
 MANIFEST = json.loads((PAYLOADS / "manifest.json").read_text())["payloads"]
@@ -62,12 +66,18 @@ def warehouse(tmp_path_factory):
         f"SELECT request_id, {cols} FROM core.calls").fetchall()}
     costs = {r[0]: r[1:] for r in con.sql(
         "SELECT request_id, cost_usd, price_model, price_basis FROM core.call_costs").fetchall()}
+    details = {r[0]: dict(zip(("thinking_cost_usd", "service_tier", "tier_priced_as_standard"), r[1:])) for r in con.sql(
+        "SELECT request_id, thinking_cost_usd, service_tier, tier_priced_as_standard FROM core.call_costs").fetchall()}
+    marts = {r[0] for r in con.sql("SELECT table_name FROM information_schema.tables WHERE table_schema = 'marts'").fetchall()}
+    provisioned = (con.sql("SELECT * FROM marts.provisioned_usage").df().to_dict("records")
+                   if "provisioned_usage" in marts else None)
     quarantined = con.sql(
         "SELECT q.line, q.field, q.reason FROM ops.quarantine q JOIN ops.ingested_files f USING (file_id) "
         "WHERE f.file LIKE 'telemetry/%' ORDER BY q.line").fetchall()
     unpriced = con.sql("SELECT * FROM marts.unpriced_usage").df().to_dict("records")
     con.close()
-    return {"calls": calls, "costs": costs, "quarantined": quarantined, "unpriced": unpriced}
+    return {"calls": calls, "costs": costs, "details": details, "quarantined": quarantined, "unpriced": unpriced,
+            "provisioned": provisioned}
 
 
 # ------------------------------------------------------------------ the corpus itself (no thinktax)
@@ -117,6 +127,7 @@ def test_manifest_cost_is_the_independent_pricers(p):
     assert entry["litellm_provider"] == p["sheet_litellm_provider"]
     assert price(entry, buckets(p), p["tier"], p["region"], p["billing"]) == D(p["expected_cost_usd"])
     assert on_demand_price(entry, buckets(p), p["tier"], p["region"]) == D(p["expected_on_demand_cost_usd"])
+    assert thinking_price(entry, buckets(p), p["tier"], p["region"], p["billing"]) == D(p["expected_thinking_cost_usd"])
 
 
 # ------------------------------------------------------------------ thinktax against the corpus
@@ -144,3 +155,39 @@ def test_cost(warehouse, p):
         f"{p['file']}: thinktax {cost} at {price_model!r} ({basis}), independent pricer {want} at {p['sheet_key']!r}")
     if p["billing"] == "provisioned":
         assert basis == "provisioned"
+
+
+@pytest.mark.parametrize("p", [p for p in MANIFEST if p["expected"]["thinking_tokens"]],
+                         ids=[i for i, p in zip(IDS, MANIFEST) if p["expected"]["thinking_tokens"]])
+def test_thinking_cost(warehouse, p):
+    got = warehouse["details"].get(p["request_id"])
+    assert got is not None, f"{p['file']}: no row in core.call_costs"
+    want = thinking_price(SHEET[p["sheet_key"]], buckets(p), p["tier"], p["region"], p["billing"])
+    assert got["thinking_cost_usd"] is not None and abs(got["thinking_cost_usd"] - want) <= TOLERANCE, (
+        f"{p['file']}: thinking cost {got['thinking_cost_usd']}, independent pricer {want}")
+
+
+TIERED = [p for p in MANIFEST if p["tier"] != "standard"]
+
+
+@pytest.mark.parametrize("p", TIERED, ids=[p["file"].removesuffix(".json") for p in TIERED])
+def test_reported_tier_without_a_rate_is_priced_as_standard_and_flagged(warehouse, p):
+    got = warehouse["details"].get(p["request_id"])
+    assert got is not None, f"{p['file']}: no row in core.call_costs"
+    entry = SHEET[p["sheet_key"]]
+    has_rate = any(k.endswith(f"_{p['tier']}") for k in entry)
+    assert (got["service_tier"], bool(got["tier_priced_as_standard"])) == (p["tier"], not has_rate)
+
+
+def test_provisioned_call_is_counted_in_provisioned_usage(warehouse):
+    """Issue 24: marts.provisioned_usage (provider, model, day, calls, tokens by bucket, what they would
+    have cost on demand). Column names beyond provider/model/calls are the lead's to choose: the
+    would-be cost is looked for in a column whose name has both 'on_demand' and 'usd'."""
+    rows = warehouse["provisioned"]
+    assert rows is not None, "marts.provisioned_usage does not exist"
+    for p in (p for p in MANIFEST if p["billing"] == "provisioned"):
+        mine = [r for r in rows if r["provider"] == p["provider"] and str(r["model"]).endswith(p["sheet_key"].split("/")[-1])]
+        assert len(mine) == 1 and mine[0]["calls"] == 1, rows
+        would = [v for k, v in mine[0].items() if "on_demand" in k and "usd" in k]
+        assert len(would) == 1, mine[0]
+        assert abs(D(str(would[0])) - D(p["expected_on_demand_cost_usd"])) <= TOLERANCE, mine[0]
