@@ -12,13 +12,20 @@ uncached + cached + cache_write = the whole prompt and thinking + output = the w
 =====================  =========================================  =====================================
 shape                  reported                                   buckets
 =====================  =========================================  =====================================
-OpenAI Chat            prompt_tokens P (incl. cached C),          uncached P-C, cached C, write 0,
-                       completion_tokens O (incl. reasoning R)    thinking R, output O-R
-OpenAI Responses       input_tokens I (incl. cached C),           uncached I-C, cached C, write 0,
-                       output_tokens O (incl. reasoning R)        thinking R, output O-R
+OpenAI Chat            prompt_tokens P (incl. cached C and        uncached P-C-W, cached C, write W,
+                       cache_write_tokens W), completion_tokens   thinking R, output O-R
+                       O (incl. reasoning R)
+OpenAI Responses       input_tokens I (incl. cached C and         uncached I-C-W, cached C, write W,
+                       cache_write_tokens W), output_tokens O     thinking R, output O-R
+                       (incl. reasoning R)
 Anthropic Messages     input_tokens I (excl. cache), cache_read   uncached I, cached CR, write CW,
-                       CR, cache_creation CW, output_tokens O     thinking T, output O-T
-                       (incl. thinking T = thinking_tokens)       (1-hour writes W1h: part of CW)
+(also Claude on        CR, cache_creation CW, output_tokens O     thinking T, output O-T
+Bedrock InvokeModel    (incl. thinking T = output_tokens_details. (1-hour writes W1h: part of CW)
+and Vertex AI)         thinking_tokens; older alias thinking_tokens)
+Bedrock Converse       inputTokens I (excl. cache reads/writes),  uncached I, cached CR, write CW,
+(usage, camelCase)     cacheReadInputTokens CR, cache-            thinking 0 (not reported), output O
+                       WriteInputTokens CW, outputTokens O,       (1-hour writes: cacheDetails ttl 1h)
+                       totalTokens = I+O+CR+CW
 Gemini usageMetadata   promptTokenCount P (incl. cached C),       uncached P-C+U, cached C, write 0,
 (top level or usage)   cachedContentTokenCount C,                 thinking T, output O
                        candidatesTokenCount O (excl. thoughts),
@@ -45,14 +52,30 @@ Pricing modifiers (columns of migration 100, all nullable; see docs/economics.md
   number, else quarantined), else the number of ``web_search_call`` items in a Responses
   ``output``; 0 when neither. ``web_search_context_size`` -- the ``search_context_size`` of the
   first ``web_search*`` tool in ``tools`` (low/medium/high, else quarantined).
-* ``request_id`` falls back to ``responseId`` and ``model`` to ``modelVersion`` (Gemini bodies).
+* ``request_id`` falls back to ``responseId`` (Gemini), the body's ``id`` (OpenAI, Anthropic) and
+  ``ResponseMetadata.RequestId`` (a boto3 response dict); ``model`` to ``modelVersion`` (Gemini).
+* Bedrock Converse: top-level ``serviceTier.type`` (``priority`` / ``flex``; ``default`` is standard;
+  ``reserved`` is paid by the reservation: ``billing = 'provisioned'``). ``totalTokens`` must equal
+  its four parts and ``cacheDetails`` (``[{ttl: '5m' | '1h', inputTokens}]``) must add up to
+  ``cacheWriteInputTokens``, else the line is quarantined.
+* ``billing`` -- ``'provisioned'`` for Gemini / Vertex AI ``usageMetadata.trafficType`` =
+  ``PROVISIONED_THROUGHPUT`` (the reservation pays, not the tokens); ``ON_DEMAND_PRIORITY`` /
+  ``ON_DEMAND_FLEX`` are the priority / flex tiers; another value is quarantined.
+* Anthropic thinking: ``usage.output_tokens_details.thinking_tokens`` (documented), else the older
+  ``usage.thinking_tokens``; both present and different: quarantined. The same for Claude on
+  Bedrock InvokeModel and Vertex AI (the Anthropic body; ``"type": "message"`` marks it).
+* A usage object with none of the known counts is quarantined ("matches no known usage shape").
+
+Provider names are kept as logged (lower case); core.provider_key maps aliases (aws.bedrock,
+gcp.vertex_ai, azure.ai.openai, ...) to one provider when the calls are priced.
 
 Reasoning is never counted on top of the completion. A call that reports reasoning_tokens as 0
 or null is counted as reported (0 thinking), even if its text shows thinking: thinktax costs what
 the provider bills, and providers bill what they report.
 
 The shape is Gemini when any of promptTokenCount / candidatesTokenCount / thoughtsTokenCount is
-present; else Anthropic when any of cache_read_input_tokens / cache_creation_input_tokens /
+present; else Bedrock Converse when any of inputTokens / outputTokens / totalTokens /
+cacheReadInputTokens / cacheWriteInputTokens is; else Anthropic when any of cache_read_input_tokens / cache_creation_input_tokens /
 thinking_tokens / cache_creation is present or the provider is 'anthropic'; Chat when prompt_tokens or
 completion_tokens is present; Responses otherwise. Parsing runs in an in-memory DuckDB
 (one JSON parse per line via json_transform), not a Python loop.
@@ -105,9 +128,9 @@ _STRUCTURE = {
         "input_tokens": "VARCHAR", "output_tokens": "VARCHAR",
         "cache_read_input_tokens": "VARCHAR", "cache_creation_input_tokens": "VARCHAR",
         "thinking_tokens": "VARCHAR",
-        "prompt_tokens_details": {"cached_tokens": "VARCHAR"},
+        "prompt_tokens_details": {"cached_tokens": "VARCHAR", "cache_write_tokens": "VARCHAR"},
         "completion_tokens_details": {"reasoning_tokens": "VARCHAR"},
-        "input_tokens_details": {"cached_tokens": "VARCHAR"},
+        "input_tokens_details": {"cached_tokens": "VARCHAR", "cache_write_tokens": "VARCHAR"},
         "output_tokens_details": {"reasoning_tokens": "VARCHAR", "thinking_tokens": "VARCHAR"},
         "service_tier": "VARCHAR", "inference_geo": "VARCHAR",
         "cache_creation": {"ephemeral_5m_input_tokens": "VARCHAR", "ephemeral_1h_input_tokens": "VARCHAR"},
@@ -138,6 +161,9 @@ _INTS = {
     "p_chat_cached": ("j.usage.prompt_tokens_details.cached_tokens", "usage.prompt_tokens_details.cached_tokens"),
     "p_chat_reasoning": ("j.usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"),
     "p_resp_cached": ("j.usage.input_tokens_details.cached_tokens", "usage.input_tokens_details.cached_tokens"),
+    # OpenAI prompt caching writes (newer models): part of prompt_tokens / input_tokens, like cached_tokens
+    "p_chat_cw": ("j.usage.prompt_tokens_details.cache_write_tokens", "usage.prompt_tokens_details.cache_write_tokens"),
+    "p_resp_cw": ("j.usage.input_tokens_details.cache_write_tokens", "usage.input_tokens_details.cache_write_tokens"),
     "p_resp_reasoning": ("j.usage.output_tokens_details.reasoning_tokens", "usage.output_tokens_details.reasoning_tokens"),
     "p_cw_5m": ("j.usage.cache_creation.ephemeral_5m_input_tokens", "usage.cache_creation.ephemeral_5m_input_tokens"),
     "p_cw_1h": ("j.usage.cache_creation.ephemeral_1h_input_tokens", "usage.cache_creation.ephemeral_1h_input_tokens"),
@@ -276,8 +302,8 @@ shaped AS (
 ),
 buckets AS (
     SELECT *,
-           CASE usage_shape WHEN 'openai_chat' THEN p_prompt - coalesce(p_chat_cached, 0)
-                            WHEN 'openai_responses' THEN p_input - coalesce(p_resp_cached, 0)
+           CASE usage_shape WHEN 'openai_chat' THEN p_prompt - coalesce(p_chat_cached, 0) - coalesce(p_chat_cw, 0)
+                            WHEN 'openai_responses' THEN p_input - coalesce(p_resp_cached, 0) - coalesce(p_resp_cw, 0)
                             -- Gemini: promptTokenCount includes the cached tokens; the tool-use
                             -- prompt (e.g. search results fed back) is input on top of it
                             WHEN 'gemini' THEN p_g_prompt - coalesce(p_g_cached, 0) + coalesce(p_g_tool_prompt, 0)
@@ -293,6 +319,8 @@ buckets AS (
                 THEN coalesce(p_cache_write, CASE WHEN p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL
                                                   THEN coalesce(p_cw_5m, 0) + coalesce(p_cw_1h, 0) END, 0)
                 WHEN 'bedrock_converse' THEN coalesce(p_bc_cache_write, p_bc_cw_all, 0)
+                WHEN 'openai_chat' THEN coalesce(p_chat_cw, 0)
+                WHEN 'openai_responses' THEN coalesce(p_resp_cw, 0)
                 ELSE 0 END AS cache_write_tokens,
            CASE usage_shape WHEN 'anthropic' THEN p_cw_1h WHEN 'bedrock_converse' THEN p_bc_cw_1h END AS cache_write_1h_tokens,
            CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_reasoning, 0)
