@@ -103,11 +103,14 @@ MAX_TOKENS = MAX_TOKENS_PER_CALL  # a count above it is a unit or logging error 
 _GEMINI = {
     "promptTokenCount": "VARCHAR", "cachedContentTokenCount": "VARCHAR", "candidatesTokenCount": "VARCHAR",
     "thoughtsTokenCount": "VARCHAR", "toolUsePromptTokenCount": "VARCHAR", "trafficType": "VARCHAR",
+    "serviceTier": "VARCHAR",
 }
 # Amazon Bedrock Converse / ConverseStream TokenUsage (camelCase)
 _CONVERSE = {
     "inputTokens": "VARCHAR", "outputTokens": "VARCHAR", "totalTokens": "VARCHAR",
     "cacheReadInputTokens": "VARCHAR", "cacheWriteInputTokens": "VARCHAR",
+    # Amazon Nova's InvokeModel body spells the cache counts ...TokenCount
+    "cacheReadInputTokenCount": "VARCHAR", "cacheWriteInputTokenCount": "VARCHAR",
     "cacheDetails": [{"ttl": "VARCHAR", "inputTokens": "VARCHAR"}],
 }
 
@@ -116,7 +119,7 @@ _STRUCTURE = {
     "node_id": "VARCHAR", "task_id": "VARCHAR", "task_type": "VARCHAR", "team": "VARCHAR",
     "latency_ms": "VARCHAR", "ttft_ms": "VARCHAR",
     "service_tier": "VARCHAR", "batch": "VARCHAR", "region": "VARCHAR", "data_residency": "VARCHAR",
-    "modelVersion": "VARCHAR", "responseId": "VARCHAR", "id": "VARCHAR", "type": "VARCHAR",
+    "modelVersion": "VARCHAR", "responseId": "VARCHAR", "id": "VARCHAR", "type": "VARCHAR", "modelId": "VARCHAR",
     # Bedrock Converse: serviceTier {type}; boto3 keeps the HTTP request id in ResponseMetadata
     "serviceTier": {"type": "VARCHAR"}, "ResponseMetadata": {"RequestId": "VARCHAR"},
     "output": [{"type": "VARCHAR"}],
@@ -153,8 +156,8 @@ _INTS = {
     "p_bc_input": ("j.usage.inputTokens", "usage.inputTokens"),
     "p_bc_output": ("j.usage.outputTokens", "usage.outputTokens"),
     "p_bc_total": ("j.usage.totalTokens", "usage.totalTokens"),
-    "p_bc_cache_read": ("j.usage.cacheReadInputTokens", "usage.cacheReadInputTokens"),
-    "p_bc_cache_write": ("j.usage.cacheWriteInputTokens", "usage.cacheWriteInputTokens"),
+    "p_bc_cache_read": ("coalesce(j.usage.cacheReadInputTokens, j.usage.cacheReadInputTokenCount)", "usage.cacheReadInputTokens"),
+    "p_bc_cache_write": ("coalesce(j.usage.cacheWriteInputTokens, j.usage.cacheWriteInputTokenCount)", "usage.cacheWriteInputTokens"),
     # cacheDetails: [{ttl: '5m' | '1h', inputTokens}] -- the cache writes by TTL (summed per TTL)
     "p_bc_cw_1h": ("CASE WHEN j.usage.cacheDetails IS NOT NULL THEN CAST(list_sum(list_transform(list_filter(j.usage.cacheDetails, lambda x: lower(trim(x.ttl)) = '1h'), lambda x: TRY_CAST(x.inputTokens AS BIGINT))) AS VARCHAR) END", "usage.cacheDetails"),
     "p_bc_cw_all": ("CASE WHEN j.usage.cacheDetails IS NOT NULL THEN CAST(list_sum(list_transform(j.usage.cacheDetails, lambda x: TRY_CAST(x.inputTokens AS BIGINT))) AS VARCHAR) END", "usage.cacheDetails"),
@@ -224,12 +227,17 @@ fields AS (
            j.ts AS ts_raw,
            coalesce(nullif(trim(j.request_id), ''), nullif(trim(j.responseId), ''), nullif(trim(j.id), ''),
                     nullif(trim(j.ResponseMetadata.RequestId), '')) AS request_id,
-           coalesce(nullif(trim(j.model), ''), nullif(trim(j.modelVersion), '')) AS model,
+           -- a Bedrock call logged with its request's modelId: the id it is billed under (the body's
+           -- model, for Claude, is Anthropic's name)
+           coalesce(nullif(trim(j.modelId), ''), nullif(trim(j.model), ''), nullif(trim(j.modelVersion), '')) AS model,
            -- pricing modifiers (migration 100): tier reported at the top level (OpenAI) or in usage
            -- (Anthropic); batch must be a JSON boolean; region from usage.inference_geo, region or
            -- data_residency; web searches from server_tool_use or OpenAI web_search_call items
            lower(coalesce(nullif(trim(j.service_tier), ''), nullif(trim(j.usage.service_tier), ''),
-                          nullif(trim(j.serviceTier.type), ''))) AS tier_raw,
+                          nullif(trim(j.serviceTier.type), ''),
+                          -- Gemini API: usageMetadata.serviceTier ('standard', 'flex', 'priority'; enum names tolerated)
+                          regexp_replace(nullif(trim(coalesce(j.usageMetadata.serviceTier, j.usage.serviceTier)), ''),
+                                         '^(?i:service_tier_)', ''))) AS tier_raw,
            -- Gemini / Vertex AI: how the call was paid (usageMetadata.trafficType)
            upper(coalesce(nullif(trim(j.usageMetadata.trafficType), ''), nullif(trim(j.usage.trafficType), ''))) AS traffic_raw,
            lower(j.type) AS body_type,
