@@ -191,3 +191,8 @@ def test_unpriced_calls_say_why_and_are_never_zero(wh):
                                         "model in catalog/endpoints.csv)", 1),
     ]
     assert wh.execute("SELECT count(*) FROM core.call_costs WHERE unpriced AND cost_usd IS NOT NULL").fetchone()[0] == 0
+    # where each is: the file and line of its first call (lines 6 and 15 of clouds.jsonl), and the field
+    where = wh.execute("SELECT u.reported_model, u.field, f.file, u.first_line FROM marts.unpriced_usage u "
+                       "JOIN ops.ingested_files f ON f.file_id = u.first_file_id ORDER BY u.first_line").fetchall()
+    assert where == [(f"{ARN}:application-inference-profile/zz9", "model", "telemetry/requests/clouds.jsonl", 6),
+                     ("my-team-deployment", "model", "telemetry/requests/clouds.jsonl", 15)]

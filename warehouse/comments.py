@@ -192,6 +192,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "calls_or_hours": _d("Unpriced calls (or node-hours, for a node without a GPU price)", COUNT),
         "first_seen": _d("First unpriced call or hour", TS),
         "last_seen": _d("Last unpriced call or hour", TS),
+        "field": _d("What in the record could not be priced: 'model' (API call) or 'node_id' (self-hosted)", LABEL),
+        "first_file_id": _d("File of the first unpriced call (ops.ingested_files.file_id; NULL for node-hours)", LABEL),
+        "first_line": _d("Line of that call in its file (NULL for node-hours)", COUNT),
     },
     "marts.bill_reconciliation": {
         "day": _d("UTC day of the billed usage", DAY),

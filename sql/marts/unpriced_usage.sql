@@ -1,11 +1,15 @@
--- Usage thinktax could not price, so it is never silently costed at $0.
+-- Usage thinktax could not price, so it is never silently costed at $0. field names what in the
+-- record could not be priced ('model' for an API call, 'node_id' for a self-hosted one);
+-- first_file_id / first_line point at the first such record (ops.ingested_files names the file;
+-- NULL for node-hours, which come from nodes.csv and the GPU sheets).
 -- @kind: full
 -- @grain: one row per (serving, provider, reported model, node, reason).
 WITH resolution AS (
     SELECT reported_provider, reported_model, unresolved_reason, provider_key FROM core.reported_models
 ),
 calls AS (
-    SELECT c.serving, c.provider, c.reported_model, c.node_id, c.ts,
+    SELECT c.serving, c.provider, c.reported_model, c.node_id, c.ts, c.request_id,
+           CASE WHEN c.serving = 'api' THEN 'model' ELSE 'node_id' END AS field,
            CASE
                WHEN c.serving = 'api' AND c.price_model IS NULL AND m.unresolved_reason IS NOT NULL THEN m.unresolved_reason
                WHEN c.serving = 'api' AND c.price_model IS NULL AND m.provider_key = 'azure'
@@ -23,15 +27,24 @@ calls AS (
 ),
 node_hours AS (
     SELECT 'self_hosted' AS serving, provider, model AS reported_model, node_id, hour AS ts,
+           CAST(NULL AS VARCHAR) AS request_id, 'node_id' AS field,
            'node-hour without a GPU price (nodes.csv or GPU sheet)' AS reason
     FROM core.node_hours_cost
     WHERE cost_micro_usd IS NULL
 ),
-final AS (
-    SELECT serving, provider, reported_model, node_id, reason,
-           count(*) AS calls_or_hours, min(ts) AS first_seen, max(ts) AS last_seen
+grouped AS (
+    SELECT serving, provider, reported_model, node_id, reason, field,
+           count(*) AS calls_or_hours, min(ts) AS first_seen, max(ts) AS last_seen,
+           arg_min(request_id, (ts, request_id)) AS first_request_id
     FROM (SELECT * FROM calls UNION ALL SELECT * FROM node_hours)
     GROUP BY ALL
+),
+final AS (
+    SELECT g.serving, g.provider, g.reported_model, g.node_id, g.reason,
+           g.calls_or_hours, g.first_seen, g.last_seen, g.field,
+           r.file_id AS first_file_id, r.line AS first_line
+    FROM grouped g
+    LEFT JOIN stg.requests r ON r.request_id = g.first_request_id
 )
 -- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.
 SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final
