@@ -13,29 +13,77 @@ the mapping decodes encode back to the exact hex text, which is what thinktax ke
 mapping rejects is quarantined with its message. The spans are flattened into Arrow tables (one
 row per span, one per GenAI attribute) and everything per span is decided in one DuckDB query.
 
-The GenAI semantic conventions (open-telemetry/semantic-conventions, docs/gen-ai):
+The GenAI semantic conventions (open-telemetry/semantic-conventions, docs/gen-ai) and the names
+the instrumentations people run write instead:
 
 * A span is a model call when ``gen_ai.operation.name`` is ``chat``, ``text_completion`` or
-  ``generate_content``. Those are the records of this source (rows_in); ``invoke_agent``,
-  ``execute_tool`` and every other span carry no cost: their usage attributes, where present, sum
-  their children and are never counted again.
-* usage: ``gen_ai.usage.input_tokens`` I (all input, cache reads and writes included; the old
-  ``gen_ai.usage.prompt_tokens`` is read too), ``gen_ai.usage.cache_read.input_tokens`` R,
-  ``gen_ai.usage.cache_creation.input_tokens`` W, ``gen_ai.usage.output_tokens`` O (old:
-  ``gen_ai.usage.completion_tokens``), ``gen_ai.usage.reasoning.output_tokens`` T (part of O).
-  Buckets: uncached I-R-W, cached R, write W, thinking T, output O-T.
-* provider = ``gen_ai.provider.name``, else the deprecated ``gen_ai.system`` (lower case); model =
-  ``gen_ai.response.model``, else ``gen_ai.request.model``; ts = the span's end (UTC); service tier
-  = ``openai.response.service_tier`` (as in the per-request JSONL: default/auto -> standard);
+  ``generate_content``; without ``gen_ai.operation.name``, when OpenInference's
+  ``openinference.span.kind`` is ``LLM`` or OpenLLMetry's older ``llm.request.type`` is ``chat`` or
+  ``completion``. Those are the records of this source (rows_in); ``invoke_agent``,
+  ``execute_tool``, OpenInference AGENT/CHAIN/TOOL and every other span carry no cost: their usage
+  attributes, where present, sum their children and are never counted again.
+* usage, each count under every name it is written under (names of one count that disagree
+  quarantine the span): input I ``gen_ai.usage.input_tokens`` | ``gen_ai.usage.prompt_tokens`` |
+  ``llm.token_count.prompt``; cache reads R ``gen_ai.usage.cache_read.input_tokens`` |
+  ``gen_ai.usage.cache_read_input_tokens`` | ``llm.token_count.prompt_details.cache_read`` |
+  ``gen_ai.usage.details.cache_read_tokens``; cache writes W ``gen_ai.usage.cache_write.input_tokens``
+  (semantic-conventions-genai #440) | ``gen_ai.usage.cache_creation.input_tokens`` (its old name) |
+  ``gen_ai.usage.cache_creation_input_tokens`` | ``llm.token_count.prompt_details.cache_write`` |
+  ``gen_ai.usage.details.cache_write_tokens``; output O ``gen_ai.usage.output_tokens`` |
+  ``gen_ai.usage.completion_tokens`` | ``llm.token_count.completion``; reasoning T
+  ``gen_ai.usage.reasoning.output_tokens`` | ``gen_ai.usage.reasoning_tokens`` |
+  ``llm.token_count.completion_details.reasoning`` | ``gen_ai.usage.details.reasoning_tokens``.
+* What I and O hold is the instrumentation's own choice, told by the span's instrumentation scope
+  (``_SCOPE_MEANINGS``). The conventions: I = the whole prompt (R and W in it), O = the whole
+  completion (T in it): buckets uncached I-R-W, cached R, write W, thinking T, output O-T. Where I
+  excludes the cache: uncached I. Where O excludes the reasoning: output O. Read from each package's
+  code (the versions of tools/otel-instrumentations.txt; tests/test_otel_instrumentations.py runs
+  them against recorded bodies):
+
+  ========================================  ==========  ===========================================  ====================
+  instrumentation (scope name)              version     where I read it                              I includes R, W? O includes T?
+  ========================================  ==========  ===========================================  ====================
+  opentelemetry-instrumentation-openai-v2   2.4b0       openai_v2/patch.py:524 (prompt_tokens)       yes (OpenAI's); no R, no T written
+  opentelemetry-instrumentation-google-     1.1b1       google_genai/generate_content.py:400-425     yes (promptTokenCount); O = candidates
+  genai                                                 (output = candidates + thoughts)             + thoughts: yes
+  opentelemetry-instrumentation-openai      0.62.4      openai/shared/__init__.py:283-289,           yes; T = reasoning_tokens (flat): yes
+  (OpenLLMetry)                                         shared/chat_wrappers.py:336-353
+  opentelemetry-instrumentation-anthropic   0.62.4      anthropic/__init__.py:226-305                yes (input+R+W added); no T written
+  (OpenLLMetry)                                         (input_tokens = prompt + cache read + write)
+  opentelemetry-instrumentation-bedrock     0.62.4      bedrock/span_utils.py:1070-1098 (Converse    NO: inputTokens / input_tokens as sent;
+  (OpenLLMetry)                                         inputTokens), prompt_caching.py:20-70        R, W from X-Amzn-Bedrock-* headers
+                                                        (InvokeModel R, W from headers)
+  openlit (openlit.instrumentation.openai)  1.45.0      instrumentation/openai/utils.py:742-751,907  yes; no T written for chat
+  openlit (...anthropic)                    1.45.0      instrumentation/anthropic/utils.py:577-593   NO (input_tokens as sent); no T
+  openlit (...bedrock)                      1.45.0      instrumentation/bedrock/utils.py:374-413     NO (Converse inputTokens); no span
+                                                                                                     for InvokeModel
+  openlit (...google_ai_studio)             1.45.0      instrumentation/google_ai_studio/utils.py:   yes; O = candidatesTokenCount: NO,
+                                                        548-552                                      T = gen_ai.usage.reasoning_tokens
+  openinference-instrumentation-openai      0.1.66      openai/_response_attributes_extractor.py:    yes; yes
+                                                        314-321
+  openinference-instrumentation-anthropic   3.1.0       anthropic/_utils.py:24-57 (prompt = input    yes; yes (thinking_tokens)
+                                                        + cache read + cache write)
+  pydantic-ai-slim (scope pydantic-ai)      2.31.1      pydantic_ai/usage.py:101-105, 222-246        yes ("included in input_tokens");
+                                                                                                     T = details.reasoning_tokens: yes
+  anthropic SDK (com.anthropic.sdk.python)  2.16.0      anthropic/lib/_tracing/_response.py:56-59,   yes (input + R + W); yes
+                                                        anthropic/_tracing.py:113-128
+  ========================================  ==========  ===========================================  ====================
+
+* provider = ``gen_ai.provider.name``, else the deprecated ``gen_ai.system``, OpenInference's
+  ``llm.provider``, ``llm.system`` (lower case, passed through: ``aws.bedrock``, ``gcp.vertex_ai``,
+  ``azure.ai.openai`` ... are normalised downstream); model = ``gen_ai.response.model``, else
+  ``llm.model_name``, ``gen_ai.request.model``, ``llm.request.model_name``; ts = the span's end
+  (UTC); service tier = ``openai.response.service_tier`` (as in the per-request JSONL: default/auto -> standard);
   request id = ``gen_ai.response.id``, else ``<trace id>-<span id>``.
 * task = the trace id; task type = ``gen_ai.agent.name`` of the nearest ``invoke_agent``
   ancestor, else the name of the trace's root span (ancestors are looked up among the spans of
   the same file); team = the resource attribute named by ``[otel] team_attribute`` in
   thinktax.toml (default ``service.namespace``), else ``service.name``.
 * Quarantined with a reason: a model-call span without usage (neither input nor output tokens),
-  one of the two missing, a count that is not a whole number >= 0 or is above 10M, cache reads +
-  writes above the input, reasoning above the output, no model, an end time before 2015 or more
-  than a day after ingest, an unknown service tier.
+  one of the two missing, a count that is not a whole number >= 0 or is above 10M, two names of one
+  count with different values, cache reads + writes above an input that holds them, reasoning
+  above an output that holds it, no model, an end time before 2015 or more than a day after
+  ingest, an unknown service tier.
 """
 
 from __future__ import annotations
