@@ -13,29 +13,77 @@ the mapping decodes encode back to the exact hex text, which is what thinktax ke
 mapping rejects is quarantined with its message. The spans are flattened into Arrow tables (one
 row per span, one per GenAI attribute) and everything per span is decided in one DuckDB query.
 
-The GenAI semantic conventions (open-telemetry/semantic-conventions, docs/gen-ai):
+The GenAI semantic conventions (open-telemetry/semantic-conventions, docs/gen-ai) and the names
+the instrumentations people run write instead:
 
 * A span is a model call when ``gen_ai.operation.name`` is ``chat``, ``text_completion`` or
-  ``generate_content``. Those are the records of this source (rows_in); ``invoke_agent``,
-  ``execute_tool`` and every other span carry no cost: their usage attributes, where present, sum
-  their children and are never counted again.
-* usage: ``gen_ai.usage.input_tokens`` I (all input, cache reads and writes included; the old
-  ``gen_ai.usage.prompt_tokens`` is read too), ``gen_ai.usage.cache_read.input_tokens`` R,
-  ``gen_ai.usage.cache_creation.input_tokens`` W, ``gen_ai.usage.output_tokens`` O (old:
-  ``gen_ai.usage.completion_tokens``), ``gen_ai.usage.reasoning.output_tokens`` T (part of O).
-  Buckets: uncached I-R-W, cached R, write W, thinking T, output O-T.
-* provider = ``gen_ai.provider.name``, else the deprecated ``gen_ai.system`` (lower case); model =
-  ``gen_ai.response.model``, else ``gen_ai.request.model``; ts = the span's end (UTC); service tier
-  = ``openai.response.service_tier`` (as in the per-request JSONL: default/auto -> standard);
+  ``generate_content``; without ``gen_ai.operation.name``, when OpenInference's
+  ``openinference.span.kind`` is ``LLM`` or OpenLLMetry's older ``llm.request.type`` is ``chat`` or
+  ``completion``. Those are the records of this source (rows_in); ``invoke_agent``,
+  ``execute_tool``, OpenInference AGENT/CHAIN/TOOL and every other span carry no cost: their usage
+  attributes, where present, sum their children and are never counted again.
+* usage, each count under every name it is written under (names of one count that disagree
+  quarantine the span): input I ``gen_ai.usage.input_tokens`` | ``gen_ai.usage.prompt_tokens`` |
+  ``llm.token_count.prompt``; cache reads R ``gen_ai.usage.cache_read.input_tokens`` |
+  ``gen_ai.usage.cache_read_input_tokens`` | ``llm.token_count.prompt_details.cache_read`` |
+  ``gen_ai.usage.details.cache_read_tokens``; cache writes W ``gen_ai.usage.cache_write.input_tokens``
+  (semantic-conventions-genai #440) | ``gen_ai.usage.cache_creation.input_tokens`` (its old name) |
+  ``gen_ai.usage.cache_creation_input_tokens`` | ``llm.token_count.prompt_details.cache_write`` |
+  ``gen_ai.usage.details.cache_write_tokens``; output O ``gen_ai.usage.output_tokens`` |
+  ``gen_ai.usage.completion_tokens`` | ``llm.token_count.completion``; reasoning T
+  ``gen_ai.usage.reasoning.output_tokens`` | ``gen_ai.usage.reasoning_tokens`` |
+  ``llm.token_count.completion_details.reasoning`` | ``gen_ai.usage.details.reasoning_tokens``.
+* What I and O hold is the instrumentation's own choice, told by the span's instrumentation scope
+  (``_SCOPE_MEANINGS``). The conventions: I = the whole prompt (R and W in it), O = the whole
+  completion (T in it): buckets uncached I-R-W, cached R, write W, thinking T, output O-T. Where I
+  excludes the cache: uncached I. Where O excludes the reasoning: output O. Read from each package's
+  code (the versions of tools/otel-instrumentations.txt; tests/test_otel_instrumentations.py runs
+  them against recorded bodies):
+
+  ========================================  ==========  ===========================================  ====================
+  instrumentation (scope name)              version     where I read it                              I includes R, W? O includes T?
+  ========================================  ==========  ===========================================  ====================
+  opentelemetry-instrumentation-openai-v2   2.4b0       openai_v2/patch.py:524 (prompt_tokens)       yes (OpenAI's); no R, no T written
+  opentelemetry-instrumentation-google-     1.1b1       google_genai/generate_content.py:400-425     yes (promptTokenCount); O = candidates
+  genai                                                 (output = candidates + thoughts)             + thoughts: yes
+  opentelemetry-instrumentation-openai      0.62.4      openai/shared/__init__.py:283-289,           yes; T = reasoning_tokens (flat): yes
+  (OpenLLMetry)                                         shared/chat_wrappers.py:336-353
+  opentelemetry-instrumentation-anthropic   0.62.4      anthropic/__init__.py:226-305                yes (input+R+W added); no T written
+  (OpenLLMetry)                                         (input_tokens = prompt + cache read + write)
+  opentelemetry-instrumentation-bedrock     0.62.4      bedrock/span_utils.py:1070-1098 (Converse    NO: inputTokens / input_tokens as sent;
+  (OpenLLMetry)                                         inputTokens), prompt_caching.py:20-70        R, W from X-Amzn-Bedrock-* headers
+                                                        (InvokeModel R, W from headers)
+  openlit (openlit.instrumentation.openai)  1.45.0      instrumentation/openai/utils.py:742-751,907  yes; no T written for chat
+  openlit (...anthropic)                    1.45.0      instrumentation/anthropic/utils.py:577-593   NO (input_tokens as sent); no T
+  openlit (...bedrock)                      1.45.0      instrumentation/bedrock/utils.py:374-413     NO (Converse inputTokens); no span
+                                                                                                     for InvokeModel
+  openlit (...google_ai_studio)             1.45.0      instrumentation/google_ai_studio/utils.py:   yes; O = candidatesTokenCount: NO,
+                                                        548-552                                      T = gen_ai.usage.reasoning_tokens
+  openinference-instrumentation-openai      0.1.66      openai/_response_attributes_extractor.py:    yes; yes
+                                                        314-321
+  openinference-instrumentation-anthropic   3.1.0       anthropic/_utils.py:24-57 (prompt = input    yes; yes (thinking_tokens)
+                                                        + cache read + cache write)
+  pydantic-ai-slim (scope pydantic-ai)      2.31.1      pydantic_ai/usage.py:101-105, 222-246        yes ("included in input_tokens");
+                                                                                                     T = details.reasoning_tokens: yes
+  anthropic SDK (com.anthropic.sdk.python)  2.16.0      anthropic/lib/_tracing/_response.py:56-59,   yes (input + R + W); yes
+                                                        anthropic/_tracing.py:113-128
+  ========================================  ==========  ===========================================  ====================
+
+* provider = ``gen_ai.provider.name``, else the deprecated ``gen_ai.system``, OpenInference's
+  ``llm.provider``, ``llm.system`` (lower case, passed through: ``aws.bedrock``, ``gcp.vertex_ai``,
+  ``azure.ai.openai`` ... are normalised downstream); model = ``gen_ai.response.model``, else
+  ``llm.model_name``, ``gen_ai.request.model``, ``llm.request.model_name``; ts = the span's end
+  (UTC); service tier = ``openai.response.service_tier`` (as in the per-request JSONL: default/auto -> standard);
   request id = ``gen_ai.response.id``, else ``<trace id>-<span id>``.
 * task = the trace id; task type = ``gen_ai.agent.name`` of the nearest ``invoke_agent``
   ancestor, else the name of the trace's root span (ancestors are looked up among the spans of
   the same file); team = the resource attribute named by ``[otel] team_attribute`` in
   thinktax.toml (default ``service.namespace``), else ``service.name``.
 * Quarantined with a reason: a model-call span without usage (neither input nor output tokens),
-  one of the two missing, a count that is not a whole number >= 0 or is above 10M, cache reads +
-  writes above the input, reasoning above the output, no model, an end time before 2015 or more
-  than a day after ingest, an unknown service tier.
+  one of the two missing, a count that is not a whole number >= 0 or is above 10M, two names of one
+  count with different values, cache reads + writes above an input that holds them, reasoning
+  above an output that holds it, no model, an end time before 2015 or more than a day after
+  ingest, an unknown service tier.
 """
 
 from __future__ import annotations
@@ -57,25 +105,60 @@ from sources.requests import _TIERS
 
 TABLE = "stg.requests"
 COST_OPERATIONS = ("chat", "text_completion", "generate_content")
+OPENLLMETRY_REQUEST_TYPES = ("chat", "completion")  # llm.request.type, OpenLLMetry before gen_ai.operation.name
 
 # the span attributes read (anything else, e.g. message contents, is never copied)
 _KEYS = {
     "op": "gen_ai.operation.name",
+    "oi_kind": "openinference.span.kind",
+    "llm_request_type": "llm.request.type",
     "provider_name": "gen_ai.provider.name",
     "system": "gen_ai.system",
+    "llm_provider": "llm.provider",
+    "llm_system": "llm.system",
     "response_model": "gen_ai.response.model",
     "request_model": "gen_ai.request.model",
+    "llm_model_name": "llm.model_name",
+    "llm_request_model_name": "llm.request.model_name",
     "response_id": "gen_ai.response.id",
     "agent_name": "gen_ai.agent.name",
-    "input_tokens": "gen_ai.usage.input_tokens",
-    "prompt_tokens": "gen_ai.usage.prompt_tokens",
-    "output_tokens": "gen_ai.usage.output_tokens",
-    "completion_tokens": "gen_ai.usage.completion_tokens",
-    "cache_read": "gen_ai.usage.cache_read.input_tokens",
-    "cache_creation": "gen_ai.usage.cache_creation.input_tokens",
-    "reasoning": "gen_ai.usage.reasoning.output_tokens",
     "service_tier": "openai.response.service_tier",
 }
+# The token counts, each bucket with every name it is written under (first = the name a reason
+# gives when the bucket has none). A span may carry several names of one bucket (pydantic-ai writes
+# gen_ai.usage.cache_read.input_tokens and gen_ai.usage.details.cache_read_tokens, a semconv
+# upgrade may leave the old name beside the new): equal values are one count, different values
+# quarantine the span.
+_COUNTS = {
+    "p_input": {"in_tokens": "gen_ai.usage.input_tokens", "prompt_tokens": "gen_ai.usage.prompt_tokens",
+                "oi_prompt": "llm.token_count.prompt"},
+    "p_output": {"out_tokens": "gen_ai.usage.output_tokens", "completion_tokens": "gen_ai.usage.completion_tokens",
+                 "oi_completion": "llm.token_count.completion"},
+    "p_cache_read": {"cache_read": "gen_ai.usage.cache_read.input_tokens",
+                     "cache_read_flat": "gen_ai.usage.cache_read_input_tokens",
+                     "oi_cache_read": "llm.token_count.prompt_details.cache_read",
+                     "pa_cache_read": "gen_ai.usage.details.cache_read_tokens"},
+    "p_cache_write": {"cache_write": "gen_ai.usage.cache_write.input_tokens",
+                      "cache_creation": "gen_ai.usage.cache_creation.input_tokens",
+                      "cache_creation_flat": "gen_ai.usage.cache_creation_input_tokens",
+                      "oi_cache_write": "llm.token_count.prompt_details.cache_write",
+                      "pa_cache_write": "gen_ai.usage.details.cache_write_tokens"},
+    "p_reasoning": {"reasoning": "gen_ai.usage.reasoning.output_tokens",
+                    "reasoning_flat": "gen_ai.usage.reasoning_tokens",
+                    "oi_reasoning": "llm.token_count.completion_details.reasoning",
+                    "pa_reasoning": "gen_ai.usage.details.reasoning_tokens"},
+}
+_KEYS.update({n: k for names in _COUNTS.values() for n, k in names.items()})
+# Instrumentation scopes whose counts do not mean what the GenAI conventions say (input = all of the
+# prompt, cache reads and writes included; output = all of the completion, reasoning included):
+# (scope name, input includes cache reads + writes, output includes reasoning). Read from each
+# package's code: the table in docs/telemetry.md says where.
+_SCOPE_MEANINGS = (
+    ("opentelemetry.instrumentation.bedrock", False, True),   # OpenLLMetry: Bedrock's inputTokens / Anthropic's input_tokens
+    ("openlit.instrumentation.anthropic", False, True),       # openlit: Anthropic's input_tokens as sent
+    ("openlit.instrumentation.bedrock", False, True),         # openlit: Converse inputTokens as sent
+    ("openlit.instrumentation.google_ai_studio", True, False),  # openlit: candidatesTokenCount, thoughts beside it
+)
 _WANTED = frozenset(_KEYS.values())
 
 
@@ -115,7 +198,7 @@ def _documents(data: bytes, name: str) -> list[tuple[int, str]]:
 def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table, list[Reject]]:
     """Parse each record with the OTLP JSON mapping; spans, their GenAI attributes and the
     resources' attributes as Arrow tables (the per-row decisions are SQL, in parse())."""
-    sp = {k: [] for k in ("idx", "line", "trace_id", "span_id", "parent_span_id", "name", "end_ns", "res")}
+    sp = {k: [] for k in ("idx", "line", "trace_id", "span_id", "parent_span_id", "name", "end_ns", "res", "scope")}
     at = {"idx": [], "key": [], "value": []}
     rs = {"res": [], "key": [], "value": []}
     rejects: list[Reject] = []
@@ -143,6 +226,7 @@ def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table,
                     sp["name"].append(s.name)
                     sp["end_ns"].append(s.end_time_unix_nano)
                     sp["res"].append(res_n)
+                    sp["scope"].append(scope_spans.scope.name)
                     for kv in s.attributes:
                         if kv.key in _WANTED:
                             at["idx"].append(i)
@@ -153,6 +237,7 @@ def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table,
         "trace_id": pa.array(sp["trace_id"], pa.string()), "span_id": pa.array(sp["span_id"], pa.string()),
         "parent_span_id": pa.array(sp["parent_span_id"], pa.string()), "name": pa.array(sp["name"], pa.string()),
         "end_ns": pa.array(sp["end_ns"], pa.uint64()), "res": pa.array(sp["res"], pa.int64()),
+        "scope": pa.array(sp["scope"], pa.string()),
     })
     attrs = pa.table({"idx": pa.array(at["idx"], pa.int64()), "key": pa.array(at["key"], pa.string()),
                       "value": pa.array(at["value"], pa.string())})
@@ -163,19 +248,25 @@ def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table,
 
 def _sql() -> str:
     pivot = ",\n           ".join(f"max(value) FILTER (WHERE key = '{k}') AS {n}" for n, k in _KEYS.items())
-    ints = {"p_input": ("coalesce(input_tokens, prompt_tokens)", "gen_ai.usage.input_tokens"),
-            "p_output": ("coalesce(output_tokens, completion_tokens)", "gen_ai.usage.output_tokens"),
-            "p_cache_read": ("cache_read", "gen_ai.usage.cache_read.input_tokens"),
-            "p_cache_write": ("cache_creation", "gen_ai.usage.cache_creation.input_tokens"),
-            "p_reasoning": ("reasoning", "gen_ai.usage.reasoning.output_tokens")}
-    raw = ",\n           ".join(f"{e} AS {n}_raw" for n, (e, _) in ints.items())
+    aliases = {n: k for names in _COUNTS.values() for n, k in names.items()}
+    raw = ",\n           ".join(f"c.{n} AS {n}_raw" for n in aliases)
     cast = ",\n           ".join(
         f"CASE WHEN regexp_full_match(trim({n}_raw), '[0-9]+(\\.0+)?') THEN TRY_CAST(TRY_CAST(trim({n}_raw) AS DECIMAL(38,0)) AS BIGINT) END AS {n}"
-        for n in ints)
+        for n in aliases)
+    # a bucket = its first name present (the names' values are checked to agree below)
+    buckets = ",\n           ".join(
+        f"coalesce({', '.join(names)}) AS {b}, coalesce({', '.join(f'{n}_raw' for n in names)}) AS {b}_raw"
+        for b, names in _COUNTS.items())
     checks = "\n            ".join(
         f"WHEN {n}_raw IS NOT NULL AND {n} IS NULL THEN struct_pack(f := '{path}', r := 'not a non-negative whole number: ' || {n}_raw)\n            "
         f"WHEN {n} > {MAX_TOKENS} THEN struct_pack(f := '{path}', r := 'above {MAX_TOKENS:,} tokens, more than any context window (an outlier): ' || {n}_raw)"
-        for n, (_, path) in ints.items())
+        for n, path in aliases.items())
+    conflicts = "\n            ".join(
+        f"WHEN len(list_distinct(list_filter([{', '.join(names)}], lambda x: x IS NOT NULL))) > 1 THEN struct_pack("
+        f"f := '{next(iter(names.values()))}', r := 'names of one count disagree: ' || concat_ws(', ', "
+        + ", ".join(f"CASE WHEN {n} IS NOT NULL THEN '{k} = ' || {n} END" for n, k in names.items()) + "))"
+        for names in _COUNTS.values() if len(names) > 1)
+    meanings = ", ".join(f"('{s}', {str(i).lower()}, {str(o).lower()})" for s, i, o in _SCOPE_MEANINGS)
     tiers = ", ".join(f"'{k}'" for k in _TIERS)
     tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TIERS.items())
     return f"""
@@ -188,7 +279,15 @@ sp AS (
     SELECT s.*, a.* EXCLUDE (idx) FROM spans s LEFT JOIN a USING (idx)
 ),
 calls AS (
-    SELECT * FROM sp WHERE lower(trim(op)) IN ({", ".join(f"'{o}'" for o in COST_OPERATIONS)})
+    -- a model call: gen_ai.operation.name says so; without one, OpenInference's span kind LLM or
+    -- OpenLLMetry's older llm.request.type
+    SELECT * FROM sp
+    WHERE lower(trim(op)) IN ({", ".join(f"'{o}'" for o in COST_OPERATIONS)})
+       OR (op IS NULL AND (upper(trim(oi_kind)) = 'LLM'
+                           OR lower(trim(llm_request_type)) IN ({", ".join(f"'{o}'" for o in OPENLLMETRY_REQUEST_TYPES)})))
+),
+meanings(scope, input_has_cache, output_has_reasoning) AS (
+    VALUES {meanings}
 ),
 ancestors AS (
     -- every ancestor of a model-call span among the file's spans, nearest first (depth 1 = parent)
@@ -221,27 +320,37 @@ team AS (
 fields AS (
     SELECT c.idx, c.line, c.trace_id, c.span_id, c.name,
            nullif(trim(coalesce(c.response_id, '')), '') AS response_id,
-           lower(nullif(trim(coalesce(c.provider_name, c.system, '')), '')) AS provider,
-           coalesce(nullif(trim(c.response_model), ''), nullif(trim(c.request_model), '')) AS model,
+           lower(nullif(trim(coalesce(c.provider_name, c.system, c.llm_provider, c.llm_system, '')), '')) AS provider,
+           coalesce(nullif(trim(c.response_model), ''), nullif(trim(c.llm_model_name), ''),
+                    nullif(trim(c.request_model), ''), nullif(trim(c.llm_request_model_name), '')) AS model,
            CASE WHEN c.end_ns > 0 THEN make_timestamp(CAST(c.end_ns // 1000 AS BIGINT)) END AS ts,
            lower(nullif(trim(c.service_tier), '')) AS tier_raw,
            nullif(trim(coalesce(ag.agent_name, r.root_name, tp.top_name, c.name)), '') AS task_type,
            nullif(trim(t.team), '') AS team,
+           coalesce(m.input_has_cache, true) AS input_has_cache,
+           coalesce(m.output_has_reasoning, true) AS output_has_reasoning,
            {raw}
     FROM calls c
     LEFT JOIN agent ag USING (idx)
     LEFT JOIN top tp USING (idx)
     LEFT JOIN roots r ON r.trace_id = c.trace_id
     LEFT JOIN team t ON t.res = c.res
+    LEFT JOIN meanings m ON m.scope = c.scope
 ),
 typed AS (
     SELECT *, {cast}
     FROM fields
 ),
+counted AS (
+    SELECT *, {buckets}
+    FROM typed
+),
 judged AS (
     SELECT *,
-        p_input - coalesce(p_cache_read, 0) - coalesce(p_cache_write, 0) AS uncached_input_tokens,
-        p_output - coalesce(p_reasoning, 0) AS output_tokens,
+        -- the buckets do not overlap: uncached + cached + cache writes = the whole prompt,
+        -- thinking + output = the whole completion, whatever the instrumentation's input/output hold
+        p_input - CASE WHEN input_has_cache THEN coalesce(p_cache_read, 0) + coalesce(p_cache_write, 0) ELSE 0 END AS uncached_input_tokens,
+        p_output - CASE WHEN output_has_reasoning THEN coalesce(p_reasoning, 0) ELSE 0 END AS output_tokens,
         CASE
             -- ids as OTLP/JSON writes them: hex (the JSON mapping reads any base64 text, so check)
             WHEN NOT regexp_full_match(trace_id, '[0-9a-fA-F]{{32}}') THEN struct_pack(f := 'traceId', r := 'not 32 hex digits')
@@ -249,20 +358,21 @@ judged AS (
             WHEN p_input_raw IS NULL AND p_output_raw IS NULL
                 THEN struct_pack(f := 'gen_ai.usage', r := 'model call without usage (no gen_ai.usage.input_tokens / output_tokens, nor the old prompt_tokens / completion_tokens)')
             {checks}
+            {conflicts}
             WHEN p_input IS NULL THEN struct_pack(f := 'gen_ai.usage.input_tokens', r := 'missing')
             WHEN p_output IS NULL THEN struct_pack(f := 'gen_ai.usage.output_tokens', r := 'missing')
             WHEN model IS NULL THEN struct_pack(f := 'gen_ai.response.model', r := 'missing (and no gen_ai.request.model)')
             WHEN ts IS NULL THEN struct_pack(f := 'endTimeUnixNano', r := 'missing')
             WHEN ts < TIMESTAMP '2015-01-01' THEN struct_pack(f := 'endTimeUnixNano', r := 'before 2015: ' || CAST(ts AS VARCHAR))
             WHEN ts > $latest_ts THEN struct_pack(f := 'endTimeUnixNano', r := 'in the future (more than a day after ingest): ' || CAST(ts AS VARCHAR))
-            WHEN coalesce(p_cache_read, 0) + coalesce(p_cache_write, 0) > p_input
+            WHEN input_has_cache AND coalesce(p_cache_read, 0) + coalesce(p_cache_write, 0) > p_input
                 THEN struct_pack(f := 'gen_ai.usage.cache_read.input_tokens', r := 'cache reads + writes exceed the input tokens they are part of')
-            WHEN coalesce(p_reasoning, 0) > p_output
+            WHEN output_has_reasoning AND coalesce(p_reasoning, 0) > p_output
                 THEN struct_pack(f := 'gen_ai.usage.reasoning.output_tokens', r := 'reasoning tokens exceed the output tokens they are part of')
             WHEN tier_raw IS NOT NULL AND tier_raw NOT IN ({tiers})
                 THEN struct_pack(f := 'openai.response.service_tier', r := 'unknown service tier "' || tier_raw || '"')
         END AS problem
-    FROM typed
+    FROM counted
 )
 SELECT line, problem.f AS reject_field, problem.r AS reject_reason,
        'span ' || span_id || ' (' || name || ') of trace ' || trace_id AS raw,

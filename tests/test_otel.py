@@ -207,3 +207,101 @@ def test_thinktax_run_publishes_spans_and_spend_logs_through_every_check(tmp_pat
     assert main(["sql", "SELECT sum(BilledCost) FROM marts.focus_costs WHERE x_Source = 'api_usage'",
                  "--warehouse", str(wh), "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "0.469700"
+
+
+# -- the names the instrumentations write (tests/test_otel_instrumentations.py runs the real packages) --
+
+T3 = "5bf92f3577b34da6a3ce929d0e0e4737"
+
+
+def _one(attrs, scope="x", root_attrs=None, config=None, tmp_path=None):
+    """One span (its parent the trace's root) under the scope named; (stg rows, quarantine)."""
+    line = json.dumps({"resourceSpans": [{"resource": {"attributes": [kv("service.name", "svc")]}, "scopeSpans": [
+        {"scope": {"name": "root"}, "spans": [span(T3, "7777777777777777", "", "job", root_attrs or {})]},
+        {"scope": {"name": scope}, "spans": [span(T3, "8888888888888888", "7777777777777777", "call", attrs)]}]}]})
+    con, _ = _build(tmp_path, {"telemetry/otel/t.jsonl": line + "\n"}, config)
+    rows = con.execute("SELECT provider, model, uncached_input_tokens, cached_input_tokens, cache_write_tokens, "
+                       "thinking_tokens, output_tokens FROM stg.requests").fetchall()
+    return rows, con.execute("SELECT field, reason FROM ops.quarantine").fetchall()
+
+
+def test_cache_write_under_the_current_name_and_the_old_one(tmp_path):
+    base = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "AWS.Bedrock", "gen_ai.request.model": "m",
+            "gen_ai.usage.input_tokens": 1000, "gen_ai.usage.output_tokens": 10, "gen_ai.usage.cache_read.input_tokens": 100}
+    # the current name (semantic-conventions-genai #440), lower-cased provider passed through
+    rows, _ = _one({**base, "gen_ai.usage.cache_write.input_tokens": 300}, tmp_path=tmp_path / "a")
+    assert rows == [("aws.bedrock", "m", 600, 100, 300, 0, 10)]
+    # both names, the same count: one count
+    rows, q = _one({**base, "gen_ai.usage.cache_write.input_tokens": 300, "gen_ai.usage.cache_creation.input_tokens": 300},
+                   tmp_path=tmp_path / "b")
+    assert rows == [("aws.bedrock", "m", 600, 100, 300, 0, 10)] and q == []
+    # both names, different counts: quarantined with both
+    rows, q = _one({**base, "gen_ai.usage.cache_write.input_tokens": 300, "gen_ai.usage.cache_creation.input_tokens": 200},
+                   tmp_path=tmp_path / "c")
+    assert rows == [] and q == [("gen_ai.usage.cache_write.input_tokens", "names of one count disagree: "
+                                 "gen_ai.usage.cache_write.input_tokens = 300, gen_ai.usage.cache_creation.input_tokens = 200")]
+
+
+@pytest.mark.parametrize("provider", ["aws.bedrock", "gcp.vertex_ai", "gcp.gemini", "azure.ai.openai"])
+def test_provider_names_pass_through_lower_cased(tmp_path, provider):
+    rows, _ = _one({"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider.upper(), "gen_ai.request.model": "m",
+                    "gen_ai.usage.input_tokens": 5, "gen_ai.usage.output_tokens": 1}, tmp_path=tmp_path)
+    assert rows == [(provider, "m", 5, 0, 0, 0, 1)]
+
+
+def test_openllmetry_flat_names_and_llm_request_type(tmp_path):
+    # an older OpenLLMetry span: no gen_ai.operation.name, llm.request.type = chat, flat cache names
+    rows, _ = _one({"llm.request.type": "chat", "gen_ai.system": "Anthropic", "gen_ai.request.model": "claude-x",
+                    "gen_ai.usage.prompt_tokens": 7000, "gen_ai.usage.completion_tokens": 3000,
+                    "gen_ai.usage.cache_read_input_tokens": 4000, "gen_ai.usage.cache_creation_input_tokens": 2000,
+                    "llm.usage.total_tokens": 10000}, scope="opentelemetry.instrumentation.anthropic", tmp_path=tmp_path)
+    assert rows == [("anthropic", "claude-x", 1000, 4000, 2000, 0, 3000)]
+
+
+def test_openinference_llm_span_is_a_model_call_and_its_agent_span_is_not(tmp_path):
+    llm = {"openinference.span.kind": "LLM", "llm.provider": "anthropic", "llm.system": "anthropic",
+           "llm.model_name": "claude-x", "llm.token_count.prompt": 7000, "llm.token_count.completion": 3000,
+           "llm.token_count.prompt_details.cache_read": 4000, "llm.token_count.prompt_details.cache_write": 2000,
+           "llm.token_count.completion_details.reasoning": 2500}
+    rows, q = _one(llm, root_attrs={"openinference.span.kind": "AGENT", "llm.token_count.prompt": 9, "llm.token_count.completion": 9},
+                   scope="openinference.instrumentation.anthropic", tmp_path=tmp_path)
+    assert rows == [("anthropic", "claude-x", 1000, 4000, 2000, 2500, 500)] and q == []
+
+
+def test_pydantic_ai_usage_details(tmp_path):
+    rows, _ = _one({"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "o3",
+                    "gen_ai.usage.input_tokens": 687, "gen_ai.usage.output_tokens": 240,
+                    "gen_ai.usage.cache_read.input_tokens": 682, "gen_ai.usage.details.cache_read_tokens": 682,
+                    "gen_ai.usage.details.reasoning_tokens": 165}, scope="pydantic-ai", tmp_path=tmp_path)
+    assert rows == [("openai", "o3", 5, 682, 0, 165, 75)]
+
+
+@pytest.mark.parametrize("scope, want", [
+    # input without the cache (Bedrock's inputTokens, Anthropic's input_tokens as sent)
+    ("opentelemetry.instrumentation.bedrock", (1000, 4000, 2000, 0, 300)),
+    ("openlit.instrumentation.anthropic", (1000, 4000, 2000, 0, 300)),
+    ("openlit.instrumentation.bedrock", (1000, 4000, 2000, 0, 300)),
+    # the conventions' meaning: input 1,000 cannot hold 6,000 of cache
+    ("opentelemetry.instrumentation.anthropic", None),
+])
+def test_instrumentations_whose_input_excludes_the_cache(tmp_path, scope, want):
+    rows, q = _one({"gen_ai.operation.name": "chat", "gen_ai.provider.name": "aws.bedrock", "gen_ai.request.model": "m",
+                    "gen_ai.usage.input_tokens": 1000, "gen_ai.usage.output_tokens": 300,
+                    "gen_ai.usage.cache_read.input_tokens": 4000, "gen_ai.usage.cache_creation.input_tokens": 2000},
+                   scope=scope, tmp_path=tmp_path)
+    if want is None:
+        assert rows == [] and q[0][1] == "cache reads + writes exceed the input tokens they are part of"
+    else:
+        assert rows == [("aws.bedrock", "m", *want)]
+
+
+def test_openlit_gemini_output_excludes_the_thoughts(tmp_path):
+    # openlit: output = candidatesTokenCount, gen_ai.usage.reasoning_tokens = thoughtsTokenCount beside it
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "gemini", "gen_ai.request.model": "gemini-2.5-flash",
+             "gen_ai.usage.input_tokens": 17713, "gen_ai.usage.cache_read.input_tokens": 17379,
+             "gen_ai.usage.output_tokens": 68, "gen_ai.usage.reasoning_tokens": 821}
+    rows, _ = _one(attrs, scope="openlit.instrumentation.google_ai_studio", tmp_path=tmp_path / "a")
+    assert rows == [("gemini", "gemini-2.5-flash", 334, 17379, 0, 821, 68)]
+    # the same attributes from OpenLLMetry (reasoning part of the output): 821 > 68 is quarantined
+    rows, q = _one(attrs, scope="opentelemetry.instrumentation.openai", tmp_path=tmp_path / "b")
+    assert rows == [] and q[0][0] == "gen_ai.usage.reasoning.output_tokens"
