@@ -77,6 +77,10 @@ CALLS = [
     _converse("b-app", "bedrock", f"{ARN}:application-inference-profile/team-a", 10_000, 2_000),
     # an application inference profile endpoints.csv does not name: unpriced, with that reason
     _converse("b-app-unknown", "bedrock", f"{ARN}:application-inference-profile/zz9", 10_000, 2_000),
+    # a Bedrock name without vendor and profile, as OpenLLMetry's Bedrock spans report it
+    # (claude-3-7-sonnet-20250219-v1:0): the in-region anthropic.claude-3-7-sonnet-20250219-v1:0
+    # (3e-06, 1.5e-05) -> 0.06
+    _converse("b-novendor", "aws.bedrock", "claude-3-7-sonnet-20250219-v1:0", 10_000, 2_000),
     # a provisioned model (endpoints.csv billing = provisioned): 0 per token; on demand 0.06 (base id)
     _converse("b-pt", "bedrock", f"{ARN}:provisioned-model/pt1", 10_000, 2_000),
     # Vertex AI gemini-2.5-pro (vertex_ai-language-models): 1.25e-06 in, 1e-05 out; thoughts at the output price:
@@ -115,6 +119,7 @@ EXPECTED = {  # request id -> (provider, price_model, cost_usd, price_basis)
     "b-arn-eu": ("bedrock", "eu." + SONNET, "0.066", "standard"),
     "b-app": ("bedrock", "us." + SONNET, "0.066", "standard"),
     "b-pt": ("bedrock", SONNET, "0", "provisioned"),
+    "b-novendor": ("bedrock", "anthropic.claude-3-7-sonnet-20250219-v1:0", "0.06", "standard"),
     "v-od": ("vertex_ai", "gemini-2.5-pro", "0.0625", "standard"),
     "v-pt": ("vertex_ai", "gemini-2.5-pro", "0", "provisioned"),
     "g-api": ("gemini", "gemini/gemini-2.5-pro", "0.0625", "standard"),
@@ -195,4 +200,4 @@ def test_unpriced_calls_say_why_and_are_never_zero(wh):
     where = wh.execute("SELECT u.reported_model, u.field, f.file, u.first_line FROM marts.unpriced_usage u "
                        "JOIN ops.ingested_files f ON f.file_id = u.first_file_id ORDER BY u.first_line").fetchall()
     assert where == [(f"{ARN}:application-inference-profile/zz9", "model", "telemetry/requests/clouds.jsonl", 6),
-                     ("my-team-deployment", "model", "telemetry/requests/clouds.jsonl", 15)]
+                     ("my-team-deployment", "model", "telemetry/requests/clouds.jsonl", 16)]

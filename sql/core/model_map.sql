@@ -8,7 +8,8 @@
 -- none); a call without a provider takes the prefix of its model name (openai/o3), else any
 -- provider. A Bedrock id with a cross-region profile prefix (us., eu., global., ...) is priced at
 -- that exact id when the sheet has it (the us. profile costs more than global.), else at the id
--- without the prefix; the sheet's region-path entries (bedrock/us-gov-east-1/...) only for a call
+-- without the prefix (a name without its vendor, 'claude-sonnet-4-5-20250929-v1:0' as OpenLLMetry's
+-- Bedrock spans report it, at the in-region entry of that model); the sheet's region-path entries (bedrock/us-gov-east-1/...) only for a call
 -- whose endpoints.csv region is that region. Candidates are ranked: the sheet provider endpoints.csv
 -- names, the call's own provider before the Gemini/Vertex fallback, the exact name, the same
 -- model key before a Bedrock id without its profile prefix, then (Azure) the entry of the deployment's data zone
@@ -40,6 +41,9 @@ candidates AS (
                         (r.family IS NOT NULL AND s.family <> r.family),
                         (s.model = r.resolved_model) DESC, (lower(s.model) = lower(r.resolved_model)) DESC,
                         (s.model_key = r.model_key) DESC,
+                        (s.model_key = core.bedrock_base_model(r.model_key)) DESC,
+                        -- a Bedrock name without its vendor (OpenLLMetry's spans): the in-region entry
+                        (core.bedrock_base_model(s.model_key) = s.model_key) DESC,
                         (s.model LIKE '%/%'),
                         CASE WHEN s.sheet_zone = '' THEN 1 WHEN s.sheet_zone = r.zone THEN 0 ELSE 2 END,
                         (s.model = s.model_key) DESC, length(s.model), s.provider, s.model
@@ -47,7 +51,9 @@ candidates AS (
     FROM reported r
     JOIN sheet s
       ON (s.model_key = r.model_key
-          OR (r.family = 'bedrock' AND s.model_key = core.bedrock_base_model(r.model_key)))
+          OR (r.family = 'bedrock' AND s.model_key = core.bedrock_base_model(r.model_key))
+          OR (r.family = 'bedrock' AND core.bedrock_base_model(r.model_key) = core.bedrock_model_name(r.model_key)
+              AND core.bedrock_model_name(s.model_key) = r.model_key))
      AND (r.family IS NULL OR s.family = r.family
           OR (r.family IN ('vertex_ai', 'gemini') AND s.family IN ('vertex_ai', 'gemini')))
      AND (s.sheet_region = '' OR s.sheet_region = r.region)
