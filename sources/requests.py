@@ -147,17 +147,20 @@ _STRUCTURE = {
 _INTS = {
     "p_prompt": ("j.usage.prompt_tokens", "usage.prompt_tokens"),
     "p_completion": ("j.usage.completion_tokens", "usage.completion_tokens"),
-    "p_input": ("j.usage.input_tokens", "usage.input_tokens"),
-    "p_output": ("j.usage.output_tokens", "usage.output_tokens"),
-    "p_cache_read": ("j.usage.cache_read_input_tokens", "usage.cache_read_input_tokens"),
-    "p_cache_write": ("j.usage.cache_creation_input_tokens", "usage.cache_creation_input_tokens"),
-    "p_thinking": ("j.usage.thinking_tokens", "usage.thinking_tokens"),
-    "p_thinking_detail": ("j.usage.output_tokens_details.thinking_tokens", "usage.output_tokens_details.thinking_tokens"),
-    "p_bc_input": ("j.usage.inputTokens", "usage.inputTokens"),
-    "p_bc_output": ("j.usage.outputTokens", "usage.outputTokens"),
+    # Bedrock Converse's camelCase counts mean what Anthropic's do (input without the cache), so they
+    # are read into the same fields; the path in a message is the one the line used
+    "p_input": ("coalesce(j.usage.input_tokens, j.usage.inputTokens)",
+                "sql:CASE WHEN j_input_camel THEN 'usage.inputTokens' ELSE 'usage.input_tokens' END"),
+    "p_output": ("coalesce(j.usage.output_tokens, j.usage.outputTokens)",
+                 "sql:CASE WHEN j_output_camel THEN 'usage.outputTokens' ELSE 'usage.output_tokens' END"),
+    "p_cache_read": ("coalesce(j.usage.cache_read_input_tokens, j.usage.cacheReadInputTokens, j.usage.cacheReadInputTokenCount)",
+                     "sql:CASE WHEN bc_present THEN 'usage.cacheReadInputTokens' ELSE 'usage.cache_read_input_tokens' END"),
+    "p_cache_write": ("coalesce(j.usage.cache_creation_input_tokens, j.usage.cacheWriteInputTokens, j.usage.cacheWriteInputTokenCount)",
+                      "sql:CASE WHEN bc_present THEN 'usage.cacheWriteInputTokens' ELSE 'usage.cache_creation_input_tokens' END"),
+    # Anthropic thinking: output_tokens_details.thinking_tokens (documented), else the older alias
+    "p_thinking": ("coalesce(j.usage.output_tokens_details.thinking_tokens, j.usage.thinking_tokens)",
+                   "sql:CASE WHEN thinking_detail_txt IS NOT NULL THEN 'usage.output_tokens_details.thinking_tokens' ELSE 'usage.thinking_tokens' END"),
     "p_bc_total": ("j.usage.totalTokens", "usage.totalTokens"),
-    "p_bc_cache_read": ("coalesce(j.usage.cacheReadInputTokens, j.usage.cacheReadInputTokenCount)", "usage.cacheReadInputTokens"),
-    "p_bc_cache_write": ("coalesce(j.usage.cacheWriteInputTokens, j.usage.cacheWriteInputTokenCount)", "usage.cacheWriteInputTokens"),
     # cacheDetails: [{ttl: '5m' | '1h', inputTokens}] -- the cache writes by TTL (summed per TTL)
     "p_bc_cw_1h": ("CASE WHEN j.usage.cacheDetails IS NOT NULL THEN CAST(list_sum(list_transform(list_filter(j.usage.cacheDetails, lambda x: lower(trim(x.ttl)) = '1h'), lambda x: TRY_CAST(x.inputTokens AS BIGINT))) AS VARCHAR) END", "usage.cacheDetails"),
     "p_bc_cw_all": ("CASE WHEN j.usage.cacheDetails IS NOT NULL THEN CAST(list_sum(list_transform(j.usage.cacheDetails, lambda x: TRY_CAST(x.inputTokens AS BIGINT))) AS VARCHAR) END", "usage.cacheDetails"),
@@ -165,8 +168,8 @@ _INTS = {
     "p_chat_reasoning": ("j.usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"),
     "p_resp_cached": ("j.usage.input_tokens_details.cached_tokens", "usage.input_tokens_details.cached_tokens"),
     # OpenAI prompt caching writes (newer models): part of prompt_tokens / input_tokens, like cached_tokens
-    "p_chat_cw": ("j.usage.prompt_tokens_details.cache_write_tokens", "usage.prompt_tokens_details.cache_write_tokens"),
-    "p_resp_cw": ("j.usage.input_tokens_details.cache_write_tokens", "usage.input_tokens_details.cache_write_tokens"),
+    "p_openai_cw": ("coalesce(j.usage.prompt_tokens_details.cache_write_tokens, j.usage.input_tokens_details.cache_write_tokens)",
+                    "sql:CASE WHEN j_chat_cw THEN 'usage.prompt_tokens_details.cache_write_tokens' ELSE 'usage.input_tokens_details.cache_write_tokens' END"),
     "p_resp_reasoning": ("j.usage.output_tokens_details.reasoning_tokens", "usage.output_tokens_details.reasoning_tokens"),
     "p_cw_5m": ("j.usage.cache_creation.ephemeral_5m_input_tokens", "usage.cache_creation.ephemeral_5m_input_tokens"),
     "p_cw_1h": ("j.usage.cache_creation.ephemeral_1h_input_tokens", "usage.cache_creation.ephemeral_1h_input_tokens"),
@@ -241,9 +244,14 @@ fields AS (
            -- Gemini / Vertex AI: how the call was paid (usageMetadata.trafficType)
            upper(coalesce(nullif(trim(j.usageMetadata.trafficType), ''), nullif(trim(j.usage.trafficType), ''))) AS traffic_raw,
            lower(j.type) AS body_type,
-           CASE WHEN j.usage.cacheDetails IS NOT NULL
-                THEN len(list_filter(j.usage.cacheDetails, lambda x: x.ttl IS NULL OR lower(trim(x.ttl)) NOT IN ('5m', '1h')
-                                     OR NOT coalesce(regexp_full_match(trim(x.inputTokens), '[0-9]{{1,18}}'), false))) END AS bc_cd_bad,
+           -- which spelling a line used (for the shape and for the field named in a message)
+           j.usage.inputTokens IS NOT NULL AS j_input_camel, j.usage.outputTokens IS NOT NULL AS j_output_camel,
+           (j.usage.inputTokens IS NOT NULL OR j.usage.outputTokens IS NOT NULL OR j.usage.totalTokens IS NOT NULL
+            OR j.usage.cacheReadInputTokens IS NOT NULL OR j.usage.cacheWriteInputTokens IS NOT NULL
+            OR j.usage.cacheReadInputTokenCount IS NOT NULL OR j.usage.cacheWriteInputTokenCount IS NOT NULL) AS bc_present,
+           j.usage.prompt_tokens_details.cache_write_tokens IS NOT NULL AS j_chat_cw,
+           j.usage.output_tokens_details.thinking_tokens AS thinking_detail_txt, j.usage.thinking_tokens AS thinking_alias_txt,
+           {cd_bad}
            j.batch AS batch_raw,
            CASE WHEN j.batch IS NOT NULL THEN json_type(raw, '$.batch') END AS batch_type,
            lower(coalesce(nullif(trim(j.usage.inference_geo), ''), nullif(trim(j.region), ''),
@@ -298,11 +306,10 @@ shaped AS (
            CASE WHEN p_g_prompt_raw IS NOT NULL OR p_g_candidates_raw IS NOT NULL OR p_g_thoughts_raw IS NOT NULL
                      THEN 'gemini'
                 -- Amazon Bedrock Converse / ConverseStream (camelCase TokenUsage)
-                WHEN p_bc_input_raw IS NOT NULL OR p_bc_output_raw IS NOT NULL OR p_bc_total_raw IS NOT NULL
-                     OR p_bc_cache_read_raw IS NOT NULL OR p_bc_cache_write_raw IS NOT NULL THEN 'bedrock_converse'
+                WHEN bc_present THEN 'bedrock_converse'
                 -- Anthropic Messages, also as Bedrock InvokeModel and Vertex AI return it for Claude
                 WHEN p_cache_read_raw IS NOT NULL OR p_cache_write_raw IS NOT NULL OR p_thinking_raw IS NOT NULL
-                     OR p_thinking_detail_raw IS NOT NULL OR p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL
+                     OR p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL
                      OR body_type = 'message' OR provider = 'anthropic' THEN 'anthropic'
                 WHEN p_prompt_raw IS NOT NULL OR p_completion_raw IS NOT NULL THEN 'openai_chat'
                 ELSE 'openai_responses' END AS usage_shape
@@ -310,25 +317,25 @@ shaped AS (
 ),
 buckets AS (
     SELECT *,
-           CASE usage_shape WHEN 'openai_chat' THEN p_prompt - coalesce(p_chat_cached, 0) - coalesce(p_chat_cw, 0)
-                            WHEN 'openai_responses' THEN p_input - coalesce(p_resp_cached, 0) - coalesce(p_resp_cw, 0)
+           CASE usage_shape WHEN 'openai_chat' THEN p_prompt - coalesce(p_chat_cached, 0) - coalesce(p_openai_cw, 0)
+                            WHEN 'openai_responses' THEN p_input - coalesce(p_resp_cached, 0) - coalesce(p_openai_cw, 0)
                             -- Gemini: promptTokenCount includes the cached tokens; the tool-use
                             -- prompt (e.g. search results fed back) is input on top of it
                             WHEN 'gemini' THEN p_g_prompt - coalesce(p_g_cached, 0) + coalesce(p_g_tool_prompt, 0)
                             -- Bedrock: inputTokens excludes cache reads and writes (as Anthropic's input_tokens)
-                            WHEN 'bedrock_converse' THEN p_bc_input
+                            WHEN 'bedrock_converse' THEN p_input
                             ELSE p_input END AS uncached_input_tokens,
            CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_cached, 0)
                             WHEN 'openai_responses' THEN coalesce(p_resp_cached, 0)
                             WHEN 'gemini' THEN coalesce(p_g_cached, 0)
-                            WHEN 'bedrock_converse' THEN coalesce(p_bc_cache_read, 0)
+                            WHEN 'bedrock_converse' THEN coalesce(p_cache_read, 0)
                             ELSE coalesce(p_cache_read, 0) END AS cached_input_tokens,
            CASE usage_shape WHEN 'anthropic'
                 THEN coalesce(p_cache_write, CASE WHEN p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL
                                                   THEN coalesce(p_cw_5m, 0) + coalesce(p_cw_1h, 0) END, 0)
-                WHEN 'bedrock_converse' THEN coalesce(p_bc_cache_write, p_bc_cw_all, 0)
-                WHEN 'openai_chat' THEN coalesce(p_chat_cw, 0)
-                WHEN 'openai_responses' THEN coalesce(p_resp_cw, 0)
+                WHEN 'bedrock_converse' THEN coalesce(p_cache_write, p_bc_cw_all, 0)
+                WHEN 'openai_chat' THEN coalesce(p_openai_cw, 0)
+                WHEN 'openai_responses' THEN coalesce(p_openai_cw, 0)
                 ELSE 0 END AS cache_write_tokens,
            CASE usage_shape WHEN 'anthropic' THEN p_cw_1h WHEN 'bedrock_converse' THEN p_bc_cw_1h END AS cache_write_1h_tokens,
            CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_reasoning, 0)
@@ -339,10 +346,10 @@ buckets AS (
                             WHEN 'bedrock_converse' THEN 0
                             -- Anthropic: usage.output_tokens_details.thinking_tokens (the documented field),
                             -- else the older usage.thinking_tokens; both given and different: quarantined
-                            ELSE coalesce(p_thinking_detail, p_thinking, 0) END AS thinking_tokens,
+                            ELSE coalesce(p_thinking, 0) END AS thinking_tokens,
            CASE usage_shape WHEN 'openai_chat' THEN p_completion
                             WHEN 'gemini' THEN coalesce(p_g_candidates, 0) + coalesce(p_g_thoughts, 0)
-                            WHEN 'bedrock_converse' THEN p_bc_output
+                            WHEN 'bedrock_converse' THEN p_output
                             ELSE p_output END AS completion_total
     FROM shaped
 ),
@@ -361,7 +368,7 @@ judged AS (
             {int_checks}
             WHEN p_prompt_raw IS NULL AND p_completion_raw IS NULL AND p_input_raw IS NULL AND p_output_raw IS NULL
                  AND p_g_prompt_raw IS NULL AND p_g_candidates_raw IS NULL AND p_g_thoughts_raw IS NULL
-                 AND p_bc_input_raw IS NULL AND p_bc_output_raw IS NULL AND p_bc_total_raw IS NULL
+                 AND NOT bc_present
                  THEN struct_pack(f := 'usage', r := 'matches no known usage shape (no prompt_tokens / completion_tokens, '
                       || 'input_tokens / output_tokens, usageMetadata.promptTokenCount, inputTokens / outputTokens)')
             WHEN usage_shape = 'openai_chat' AND p_prompt IS NULL THEN struct_pack(f := 'usage.prompt_tokens', r := 'missing')
@@ -369,25 +376,26 @@ judged AS (
             WHEN usage_shape IN ('openai_responses', 'anthropic') AND p_input IS NULL THEN struct_pack(f := 'usage.input_tokens', r := 'missing')
             WHEN usage_shape IN ('openai_responses', 'anthropic') AND p_output IS NULL THEN struct_pack(f := 'usage.output_tokens', r := 'missing')
             WHEN usage_shape = 'gemini' AND p_g_prompt IS NULL THEN struct_pack(f := 'usageMetadata.promptTokenCount', r := 'missing')
-            WHEN usage_shape = 'bedrock_converse' AND p_bc_input IS NULL THEN struct_pack(f := 'usage.inputTokens', r := 'missing')
-            WHEN usage_shape = 'bedrock_converse' AND p_bc_output IS NULL THEN struct_pack(f := 'usage.outputTokens', r := 'missing')
+            WHEN usage_shape = 'bedrock_converse' AND p_input IS NULL THEN struct_pack(f := 'usage.inputTokens', r := 'missing')
+            WHEN usage_shape = 'bedrock_converse' AND p_output IS NULL THEN struct_pack(f := 'usage.outputTokens', r := 'missing')
             WHEN usage_shape = 'bedrock_converse' AND bc_cd_bad > 0
                  THEN struct_pack(f := 'usage.cacheDetails', r := 'an entry without ttl 5m or 1h, or whose inputTokens is not a whole number >= 0')
-            WHEN usage_shape = 'bedrock_converse' AND p_bc_cw_all_raw IS NOT NULL AND p_bc_cache_write IS NOT NULL
-                 AND p_bc_cw_all <> p_bc_cache_write
+            WHEN usage_shape = 'bedrock_converse' AND p_bc_cw_all_raw IS NOT NULL AND p_cache_write IS NOT NULL
+                 AND p_bc_cw_all <> p_cache_write
                  THEN struct_pack(f := 'usage.cacheDetails', r := 'the cache writes by TTL add up to ' || p_bc_cw_all
-                      || ', not cacheWriteInputTokens = ' || p_bc_cache_write)
+                      || ', not cacheWriteInputTokens = ' || p_cache_write)
             WHEN usage_shape = 'bedrock_converse' AND p_bc_total IS NOT NULL
-                 AND p_bc_total <> p_bc_input + p_bc_output + coalesce(p_bc_cache_read, 0) + coalesce(p_bc_cache_write, 0)
+                 AND p_bc_total <> p_input + p_output + coalesce(p_cache_read, 0) + coalesce(p_cache_write, 0)
                  THEN struct_pack(f := 'usage.totalTokens', r := 'totalTokens = ' || p_bc_total || ' is not inputTokens + outputTokens + '
-                      || 'cacheReadInputTokens + cacheWriteInputTokens = ' || (p_bc_input + p_bc_output + coalesce(p_bc_cache_read, 0) + coalesce(p_bc_cache_write, 0)))
-            WHEN usage_shape = 'anthropic' AND p_thinking_detail IS NOT NULL AND p_thinking IS NOT NULL AND p_thinking_detail <> p_thinking
+                      || 'cacheReadInputTokens + cacheWriteInputTokens = ' || (p_input + p_output + coalesce(p_cache_read, 0) + coalesce(p_cache_write, 0)))
+            WHEN thinking_detail_txt IS NOT NULL AND thinking_alias_txt IS NOT NULL
+                 AND TRY_CAST(trim(thinking_detail_txt) AS DECIMAL(38,0)) IS DISTINCT FROM TRY_CAST(trim(thinking_alias_txt) AS DECIMAL(38,0))
                  THEN struct_pack(f := 'usage.output_tokens_details.thinking_tokens', r := 'disagrees with usage.thinking_tokens (its older alias): '
-                      || p_thinking_detail || ' vs ' || p_thinking)
+                      || thinking_detail_txt || ' vs ' || thinking_alias_txt)
             WHEN usage_shape = 'gemini' AND p_g_prompt < coalesce(p_g_cached, 0) THEN struct_pack(f := 'usageMetadata.cachedContentTokenCount', r := 'cached tokens exceed promptTokenCount, which includes them')
             WHEN uncached_input_tokens < 0 THEN struct_pack(f := 'usage.cached_tokens', r := 'cached tokens exceed the prompt tokens they are part of')
             WHEN thinking_tokens > completion_total THEN struct_pack(f := CASE usage_shape WHEN 'anthropic' THEN
-                     CASE WHEN p_thinking_detail IS NOT NULL THEN 'usage.output_tokens_details.thinking_tokens' ELSE 'usage.thinking_tokens' END
+                     CASE WHEN thinking_detail_txt IS NOT NULL THEN 'usage.output_tokens_details.thinking_tokens' ELSE 'usage.thinking_tokens' END
                      WHEN 'gemini' THEN 'usageMetadata.thoughtsTokenCount' ELSE 'usage.reasoning_tokens' END, r := 'reasoning/thinking tokens exceed the output tokens they are part of')
             WHEN latency_raw IS NOT NULL AND (latency_ms IS NULL OR latency_ms < 0 OR isnan(latency_ms) OR isinf(latency_ms)) THEN struct_pack(f := 'latency_ms', r := 'not a non-negative number: ' || latency_raw)
             WHEN ttft_raw IS NOT NULL AND (ttft_ms IS NULL OR ttft_ms < 0 OR isnan(ttft_ms) OR isinf(ttft_ms)) THEN struct_pack(f := 'ttft_ms', r := 'not a non-negative number: ' || ttft_raw)
@@ -437,41 +445,81 @@ def _nonblank(expr: str) -> str:
     return f"nullif({_trimmed(expr)}, '')"
 
 
-def _sql() -> str:
-    int_raw = ",\n           ".join(f"{expr} AS {name}_raw" for name, (expr, _) in _INTS.items())
+# The fields of the shapes added in issue 24 (Bedrock Converse, Claude's output_tokens_details,
+# OpenAI cache writes): a batch of lines none of which names any of them runs the query without
+# their expressions (each integer field costs a dozen expressions to bind, plan and run: together
+# ~15% of the query's CPU on lines that never have them). _EXTENDED_KEYS are the JSON keys whose
+# presence selects the full query; a key always appears literally in its line (a key spelled with
+# \u escapes would be read as absent, and such a line is quarantined, never mispriced).
+_EXTENDED = ("p_bc_total", "p_bc_cw_1h", "p_bc_cw_all", "p_openai_cw")
+_EXTENDED_KEYS = (b'"totalTokens"', b'"cacheDetails"', b'"cache_write_tokens"')
+
+
+def _sql(extended: bool = True) -> str:
+    ints = {k: v for k, v in _INTS.items() if extended or k not in _EXTENDED}
+    absent = [] if extended else list(_EXTENDED)
+    int_raw = ",\n           ".join([f"{expr} AS {name}_raw" for name, (expr, _) in ints.items()]
+                                    + [f"CAST(NULL AS VARCHAR) AS {name}_raw" for name in absent])
     # An integer field must be a whole number >= 0 (JSON 12 or "12"; 12.0 is accepted as 12).
     # try_cast: a number too long for BIGINT is a reject below, never a crash of the whole file.
     int_plain = ",\n           ".join(
         f"regexp_full_match({name}_raw, '[0-9]{{1,18}}') AS {name}_plain, "
         f"CASE WHEN NOT {name}_plain THEN trim({name}_raw) END AS {name}_other"
-        for name in _INTS
+        for name in ints
     )
     # A plain value is a whole number whose BIGINT cast cannot fail; any other is a whole number
     # if it matches below, and is read through DECIMAL(38,0) as before.
     int_whole = ",\n           ".join(
-        f"{name}_plain OR regexp_full_match({name}_other, '[0-9]+(\\.0+)?') AS {name}_whole" for name in _INTS
+        f"{name}_plain OR regexp_full_match({name}_other, '[0-9]+(\\.0+)?') AS {name}_whole" for name in ints
     )
     int_cast = ",\n           ".join(
-        f"CASE WHEN {name}_plain THEN CAST({name}_raw AS BIGINT) WHEN {name}_whole "
-        f"THEN TRY_CAST(TRY_CAST({name}_other AS DECIMAL(38,0)) AS BIGINT) END AS {name}"
-        for name in _INTS
+        [f"CASE WHEN {name}_plain THEN CAST({name}_raw AS BIGINT) WHEN {name}_whole "
+         f"THEN TRY_CAST(TRY_CAST({name}_other AS DECIMAL(38,0)) AS BIGINT) END AS {name}"
+         for name in ints]
+        + [f"CAST(NULL AS BIGINT) AS {name}" for name in absent]
     )
+    def field(path: str) -> str:  # a literal path, or "sql:<expression>" for one that depends on the line
+        return path[4:] if path.startswith("sql:") else f"'{path}'"
+
     int_checks = "\n            ".join(
         f"WHEN {name}_whole AND ({name} IS NULL OR {name} > {MAX_TOKENS}) "
-        f"THEN struct_pack(f := '{path}', r := 'above {MAX_TOKENS:,} tokens, more than any context window (an outlier): ' || {name}_raw)\n            "
-        f"WHEN {name}_raw IS NOT NULL AND {name} IS NULL THEN struct_pack(f := '{path}', r := 'not a non-negative whole number: ' || {name}_raw)"
-        for name, (_, path) in _INTS.items()
+        f"THEN struct_pack(f := {field(path)}, r := 'above {MAX_TOKENS:,} tokens, more than any context window (an outlier): ' || {name}_raw)\n            "
+        f"WHEN {name}_raw IS NOT NULL AND {name} IS NULL THEN struct_pack(f := {field(path)}, r := 'not a non-negative whole number: ' || {name}_raw)"
+        for name, (_, path) in ints.items()
     )
     ts_trim = _trimmed("ts_raw")
     tiers = ", ".join(f"'{t}'" for t in _TIERS)
     tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TIERS.items())
     traffic_types = ", ".join(f"'{t}'" for t in _TRAFFIC)
     traffic_tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TRAFFIC.items())
-    sql = _SQL.format(traffic_types=traffic_types, traffic_list=", ".join(_TRAFFIC), traffic_tier_case=traffic_tier_case, tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
+    cd_bad = _CD_BAD if extended else "CAST(NULL AS BIGINT) AS bc_cd_bad,"
+    sql = _SQL.format(cd_bad=cd_bad, traffic_types=traffic_types, traffic_list=", ".join(_TRAFFIC), traffic_tier_case=traffic_tier_case, tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
     return re.sub(r"nullif\(trim\((j\.[a-z_.]+)\), ''\)", lambda m: _nonblank(m.group(1)), sql)
 
 
+_CD_BAD = """CASE WHEN j.usage.cacheDetails IS NOT NULL
+                THEN len(list_filter(j.usage.cacheDetails, lambda x: x.ttl IS NULL OR lower(trim(x.ttl)) NOT IN ('5m', '1h')
+                                     OR NOT coalesce(regexp_full_match(trim(x.inputTokens), '[0-9]{1,18}'), false))) END AS bc_cd_bad,"""
 _QUERY = _sql()
+_QUERY_BASIC = _sql(extended=False)
+
+
+def has_extended_keys(data: bytes) -> bool:
+    """Does a file's text name a key of the issue-24 shapes (_EXTENDED_KEYS)? (bytes: no copy)"""
+    return any(k in data for k in _EXTENDED_KEYS)
+
+
+def _needs_extended(raw: pa.ChunkedArray | pa.Array) -> bool:
+    """Does any line name a key of the issue-24 shapes (_EXTENDED_KEYS)? A search of the lines' text
+    buffers (a byte search runs at memory speed; a buffer may hold more than its lines, which can
+    only select the full query needlessly)."""
+    for chunk in raw.chunks if isinstance(raw, pa.ChunkedArray) else [raw]:
+        data = chunk.buffers()[2]
+        if data is not None:
+            text = data.to_pybytes()
+            if any(k in text for k in _EXTENDED_KEYS):
+                return True
+    return False
 
 
 def sniff(data: bytes, name: str) -> bool:
@@ -506,12 +554,16 @@ def _lines(data: bytes) -> pa.Table:
 
 
 def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
-    good, rejects = run_lines(_lines(data), ctx)
+    good, rejects = run_lines(_lines(data), ctx, extended=has_extended_keys(data))
     return Parsed(TABLE, good, rejects, "requests_jsonl")
 
 
-def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False) -> tuple[pa.Table, list[Reject]]:
-    """The request query over a (line, raw) table: (good rows, rejects)."""
+def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False,
+              extended: bool | None = None) -> tuple[pa.Table, list[Reject]]:
+    """The request query over a (line, raw) table: (good rows, rejects). ``extended``: whether a
+    line may name a key of the issue-24 shapes (None: search the lines for one)."""
+    if extended is None:
+        extended = _needs_extended(table["raw"])
     con = duckdb.connect()
     try:
         # rows come out in line order without an ORDER BY: the query only projects and filters one
@@ -519,7 +571,7 @@ def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False) -> 
         con.execute("SET TimeZone = 'UTC'; SET preserve_insertion_order = true")
         con.register("lines", table)
         out = con.sql(
-            _QUERY,
+            _QUERY if extended else _QUERY_BASIC,
             params={"structure": json.dumps(_STRUCTURE), "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1)},
         ).to_arrow_table()
     finally:
