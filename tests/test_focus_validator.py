@@ -80,7 +80,7 @@ def test_api_usage_rows_are_one_per_model_token_type_and_price(tmp_path, mini_la
 
 def test_export_focus_writes_one_file_per_month(tmp_path, mini_landing):
     con, _ = build_warehouse(mini_landing, tmp_path / "w.duckdb")
-    written = export_focus(con, tmp_path / "out", "parquet")
+    written = export_focus(con, tmp_path / "out", "parquet", spec="1.2")
     # June: o3 4 token types + claude-x 5 + node n1's one day (active 2026-06-30 only) = 10;
     # July: r2's 2 token types
     assert [(p.name, n) for p, n in written] == [("focus_costs_2026-06.parquet", 10), ("focus_costs_2026-07.parquet", 2)]
@@ -90,7 +90,7 @@ def test_export_focus_writes_one_file_per_month(tmp_path, mini_landing):
     assert total == con.execute("SELECT sum(BilledCost) FROM marts.focus_costs").fetchone()[0]
     cols = duckdb.sql(f"SELECT * FROM '{written[0][0]}'").columns
     assert "build_id" not in cols and "x_BuildId" in cols and "x_Source" in cols
-    only = export_focus(con, tmp_path / "csv", "csv", "2026-07")
+    only = export_focus(con, tmp_path / "csv", "csv", "2026-07", spec="1.2")
     assert [(p.name, n) for p, n in only] == [("focus_costs_2026-07.csv", 2)]
     text = only[0][0].read_text()
     assert "BilledCost" in text.splitlines()[0].split(",")
@@ -160,7 +160,7 @@ def demo_export(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("focus_demo")
     write_landing(root / "landing", DemoSpec(days=4, tasks_per_day=100, seed=7))
     con, _ = build_warehouse(root / "landing", root / "w.duckdb")
-    written = export_focus(con, root / "out", "parquet")
+    written = export_focus(con, root / "out", "parquet", spec="1.2")
     assert len(written) == 1  # 2026-06-15 .. 06-18
     return written[0][0]
 
@@ -207,7 +207,7 @@ def modifiers_export(tmp_path_factory):
     calls = generate(random.Random(14))
     (landing / "telemetry" / "requests" / "calls.jsonl").write_text("\n".join(_json.dumps(c[0]) for c in calls) + "\n")
     con, _ = build_warehouse(landing, root / "w.duckdb")
-    return con, export_focus(con, root / "out", "parquet")
+    return con, export_focus(con, root / "out", "parquet", spec="1.2")
 
 
 def test_token_type_rows_add_up_to_every_priced_call_exactly(modifiers_export):
