@@ -414,3 +414,43 @@ def test_real_focus_samples_flow_through_every_bill_mart(tmp_path):
     assert focus == spend == recon[0] == staged
     assert recon[1] == 0  # no usage: every bill is unmatched
     con.close()
+
+
+def test_cloud_focus_exports_land_with_their_ai_lines_recognised(tmp_path):
+    """A gzip AWS FOCUS 1.2 export (as AWS Data Exports writes it, with its x_ columns) and an
+    Azure FOCUS export in bills/focus/: the Bedrock and Azure OpenAI lines reach
+    marts.bill_reconciliation as providers 'bedrock' / 'azure' with their models, the EC2 line
+    stays 'aws' without a model, and nothing is lost."""
+    import gzip
+
+    aws = (
+        "BilledCost,BillingAccountId,BillingCurrency,BillingPeriodEnd,BillingPeriodStart,ChargeCategory,ChargeDescription,"
+        "ChargePeriodEnd,ChargePeriodStart,ProviderName,PublisherName,InvoiceIssuerName,ServiceCategory,ServiceName,"
+        "SkuId,SkuMeter,x_UsageType,x_Operation\n"
+        "1.25,111122223333,USD,2026-07-01T00:00:00Z,2026-06-01T00:00:00Z,Usage,"
+        "\"$0.003 per 1K input tokens for Claude 3.5 Sonnet in US East (N. Virginia)\",2026-06-03T00:00:00Z,"
+        "2026-06-02T00:00:00Z,AWS,AWS,\"Amazon Web Services, Inc.\",AI and Machine Learning,Amazon Bedrock,"
+        "8Y7Z6X5W4V3U,,USE1-Claude3.5Sonnet-input-tokens,InvokeModelInference\n"
+        "98.304,111122223333,USD,2026-07-01T00:00:00Z,2026-06-01T00:00:00Z,Usage,"
+        "On Demand Linux p5.48xlarge Instance Hour,2026-06-03T00:00:00Z,2026-06-02T00:00:00Z,AWS,AWS,"
+        "\"Amazon Web Services, Inc.\",Compute,Amazon Elastic Compute Cloud,ABCDEF123456,,USE1-BoxUsage:p5.48xlarge,RunInstances\n"
+    )
+    azure = (
+        "BilledCost,BillingAccountId,BillingCurrency,BillingPeriodEnd,BillingPeriodStart,ChargeCategory,ChargeDescription,"
+        "ChargePeriodEnd,ChargePeriodStart,ProviderName,PublisherName,InvoiceIssuerName,ServiceCategory,ServiceName,SkuId,SkuMeter\n"
+        "0.40,/providers/Microsoft.Billing/billingAccounts/123,USD,2026-07-01T00:00:00Z,2026-06-01T00:00:00Z,Usage,"
+        "gpt 4o 0513 Input global Tokens,2026-06-03T00:00:00Z,2026-06-02T00:00:00Z,Microsoft,Microsoft,Microsoft,"
+        "AI and Machine Learning,Azure OpenAI Service,DZH318Z0BQ4L/0002,gpt 4o 0513 Input global Tokens\n"
+    )
+    landing = tmp_path / "landing"
+    (landing / "bills" / "focus" / "aws" / "focus-export" / "data" / "BILLING_PERIOD=2026-06").mkdir(parents=True)
+    (landing / "bills" / "focus" / "aws" / "focus-export" / "data" / "BILLING_PERIOD=2026-06" / "focus-00001.csv.gz") \
+        .write_bytes(gzip.compress(aws.encode()))
+    (landing / "bills" / "focus" / "azure").mkdir(parents=True)
+    (landing / "bills" / "focus" / "azure" / "part_0_0001.csv").write_text(azure)
+    con, _ = build_warehouse(landing, tmp_path / "w.duckdb")
+    assert rows(con, "SELECT provider, model, billed_usd, counted FROM core.billed_lines ORDER BY billed_usd") == [
+        ("azure", "gpt-4o", D("0.4"), True), ("bedrock", "claude-3-5-sonnet", D("1.25"), True), ("aws", None, D("98.304"), True)]
+    assert rows(con, "SELECT provider, model, billed_usd FROM marts.bill_reconciliation ORDER BY billed_usd") == [
+        ("azure", "gpt-4o", D("0.400000")), ("bedrock", "claude-3-5-sonnet", D("1.250000")), ("aws", None, D("98.304000"))]
+    con.close()
