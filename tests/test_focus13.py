@@ -146,3 +146,38 @@ def test_the_cli_defaults_to_13():
         p.parse_args(["focus", "--out", "x", "--spec", "1.4"])
     with pytest.raises(ValueError):
         export_focus(None, Path("."), spec="1.1")  # type: ignore[arg-type]
+
+
+def test_allocated_rows_of_the_demo_add_up_to_their_origin(tmp_path):
+    """On the 4-day demo: per origin node-day, the allocated rows' costs and quantities add up to
+    the 1.2 row exactly, their AllocatedRatio values (decimals) to 1, and AllocatedMethodDetails is
+    {"Elements": [objects]} with FOCUS-defined keys only (FOCUS 1.3 requirements model,
+    DataGeneratorCalculatedSplitCostAllocationHandling-A-003/-004, AllocatedMethodDetailsObject-O-001..O-014)."""
+    from thinktax.demo import DemoSpec, write_landing
+
+    write_landing(tmp_path / "landing", DemoSpec(days=4, tasks_per_day=100, seed=7))
+    con, _ = build_warehouse(tmp_path / "landing", tmp_path / "w.duckdb")
+    (f13, _), _ = export_focus(con, tmp_path / "v13", "parquet")
+    ((f12, _),) = export_focus(con, tmp_path / "v12", "parquet", spec="1.2")
+    allocated = duckdb.sql(f"SELECT ResourceId, ChargePeriodStart, BilledCost, EffectiveCost, ListCost, ContractedCost, "
+                           f"PricingQuantity, ConsumedQuantity, AllocatedMethodDetails, ListUnitPrice, SkuId "
+                           f"FROM '{f13}' WHERE AllocatedMethodId IS NOT NULL").fetchall()
+    origins = {(r[0], r[1]): r[2:] for r in duckdb.sql(
+        f"SELECT ResourceId, ChargePeriodStart, BilledCost, EffectiveCost, ListCost, ContractedCost, PricingQuantity, "
+        f"ConsumedQuantity, ListUnitPrice, SkuId FROM '{f12}' WHERE x_Source = 'self_hosted'").fetchall()}
+    assert len(allocated) > len(origins) > 0
+    sums: dict = {}
+    for node, day, *money_qty, details, unit_price, sku in allocated:
+        key = (node, day)
+        assert (unit_price, sku) == origins[key][6:]
+        doc = json.loads(details, parse_float=D)
+        assert list(doc) == ["Elements"] and isinstance(doc["Elements"], list) and len(doc["Elements"]) == 1
+        (element,) = doc["Elements"]
+        assert set(element) <= {"AllocatedRatio", "UsageQuantity", "UsageUnit"} and isinstance(element["AllocatedRatio"], D)
+        acc = sums.setdefault(key, [D(0)] * 7)
+        for i, v in enumerate([*money_qty, element["AllocatedRatio"]]):
+            acc[i] += v
+    assert set(sums) == set(origins)  # every demo node-day has calls: all are allocated
+    for key, acc in sums.items():
+        assert tuple(acc[:6]) == origins[key][:6], key
+        assert acc[6] == 1, key

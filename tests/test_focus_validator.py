@@ -1,4 +1,6 @@
-"""marts.focus_costs against the FinOps Foundation's own validator, and `thinktax export focus`.
+"""marts.focus_costs against the FinOps Foundation's own validator, and `thinktax export focus`
+(the FOCUS 1.2 files, `--spec 1.2`; the 1.3 files are in tests/test_focus13.py and, against the
+validator, at the end of this file).
 
 The validator (`focus-validator` 2.2.1, rule set 1.2.0.1, shipped inside the package: run offline
 with --block-download) needs Python 3.12, so it lives in its own venv, .thinktax/focus-venv,
