@@ -66,11 +66,16 @@ $(FOCUS_VENV)/.installed: tools/focus-validator.txt
 	$(FOCUS_VENV)/bin/python -m pip install --quiet -r tools/focus-validator.txt
 	cp tools/focus-validator.txt $@
 
-# run from the package folder: 2.2.1 opens its bundled currency list by a relative path
+# run from the package folder: 2.2.1 opens its bundled currency list by a relative path.
+# FOCUS_VERSION / FOCUS_RULES: another requirements model, e.g. FOCUS_VERSION=1.3 FOCUS_RULES=tools/focus-rules
+# once a model-1.3*.json is vendored there (none is: docs/bi.md, "FOCUS 1.3"); the package holds only 1.2.0.1.
+FOCUS_VERSION ?= 1.2.0.1
+FOCUS_RULES   ?=
 focus-validate: $(FOCUS_VENV)/.installed
 	@test -n "$(FOCUS_FILE)" || { echo "usage: make focus-validate FOCUS_FILE=path/to/focus_costs_YYYY-MM.parquet"; exit 2; }
 	cd $(FOCUS_VENV)/lib/python3.12/site-packages && $(CURDIR)/$(FOCUS_VENV)/bin/focus-validator \
-	    --data-file $(abspath $(FOCUS_FILE)) --validate-version 1.2.0.1 --block-download
+	    --data-file $(abspath $(FOCUS_FILE)) --validate-version $(FOCUS_VERSION) --block-download \
+	    $(if $(FOCUS_RULES),--rule-set-path $(abspath $(FOCUS_RULES)))
 
 .PHONY: connect-server
 

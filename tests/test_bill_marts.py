@@ -353,6 +353,47 @@ def test_model_and_provider_mapping_rules():
     ]
 
 
+def test_ai_lines_of_the_clouds_focus_exports():
+    """AWS (FOCUS 1.2 export), Azure and Google Cloud FOCUS lines: the AI ones get the provider of
+    their service (core.provider_key's names) and the model their meter, description or service
+    names; their other lines keep the provider they name, with no model."""
+    con = duckdb.connect()
+    migrate(con)
+    lines = [  # (ProviderName, ServiceName, SkuId, SkuMeter, ChargeDescription)
+        ("AWS", "Amazon Bedrock", "8Y7Z6X5W4V3U", None,
+         "$0.003 per 1K input tokens for Claude 3.5 Sonnet in US East (N. Virginia)"),
+        ("AWS", "Amazon Bedrock Service", "K3J2H1G0F9E8", None, "Claude Sonnet 4.5 output tokens, cross-region global"),
+        ("AWS", "Claude 3.7 Sonnet (Amazon Bedrock Edition)", "prod-4zq7mkxyz", None, "Units of input tokens"),
+        ("AWS", "Amazon Elastic Compute Cloud", "ABCDEF123456", "BoxUsage:p5.48xlarge", "On Demand Linux p5.48xlarge Instance Hour"),
+        ("Microsoft", "Azure OpenAI Service", "DZH318Z0BQ4L/0002", "gpt 4o 0513 Input global Tokens", "gpt 4o 0513 Input global Tokens"),
+        ("Microsoft", "Foundry Models", "DZH318Z0C2MM/0007", "o3 0416 Inp glbl", None),
+        ("Microsoft", "Cognitive Services", "DZH318Z0BXK0/001V", "gpt 4.1 mini 0414 cached Inp glbl Tokens", None),
+        ("Microsoft", "Cognitive Services", "DZH318Z0BPVW/0003", "S1 Text Records", None),
+        ("Microsoft", "Virtual Machines", "DZH318Z0BQ5S/00TG", "ND96isr H100 v5", None),
+        ("Google Cloud", "Vertex AI", "A1B2-C3D4-E5F6", None, "Gemini 2.5 Pro Thinking Text Output - Predictions"),
+        ("Google Cloud", "Vertex AI", "B2C3-D4E5-F6A7", "Gemini 2.5 Flash Lite Text Input - Predictions", None),
+        ("Google Cloud", "Vertex AI", "C3D4-E5F6-A7B8", None, "Online prediction node hours"),
+        ("Google Cloud", "Compute Engine", "D4E5-F6A7-B8C9", None, "N2 Instance Core running in Americas"),
+        ("OpenAI", "OpenAI API", "gpt-5-output", None, "gpt-5 output tokens"),
+    ]
+    for i, (prov, service, sku, meter, desc) in enumerate(lines, 1):
+        con.execute("INSERT INTO stg.focus_costs (file_id, line, billing_currency, fx_usd_per_unit, charge_period_start, "
+                    "charge_period_end, billed_cost_usd, provider_name, service_name, sku_id, sku_meter, charge_description, "
+                    "key_occurrence) VALUES (3, ?, 'USD', 1, ?, ?, 1, ?, ?, ?, ?, ?, 1)",
+                    [i, dt.datetime(2026, 6, 1), dt.datetime(2026, 6, 2), prov, service, sku, meter, desc])
+    got = rows(con, f"SELECT provider, model FROM ({_billed_lines_sql()}) ORDER BY line")
+    assert got == [
+        ("bedrock", "claude-3-5-sonnet"), ("bedrock", "claude-sonnet-4-5"), ("bedrock", "claude-3-7-sonnet"),
+        ("aws", None),
+        ("azure", "gpt-4o"), ("azure", "o3"), ("azure", "gpt-4.1-mini"), ("microsoft", None), ("microsoft", None),
+        ("vertex_ai", "gemini-2.5-pro"), ("vertex_ai", "gemini-2.5-flash-lite"), ("vertex_ai", None), ("google cloud", None),
+        ("openai", "gpt-5"),
+    ]
+    # the canonical names of core.provider_key, as the calls of these clouds carry them
+    assert rows(con, "SELECT core.provider_key('bedrock'), core.provider_key('azure'), core.provider_key('vertex_ai')") \
+        == [("bedrock", "azure", "vertex_ai")]
+
+
 def test_real_focus_samples_flow_through_every_bill_mart(tmp_path):
     """The 26 FOCUS 1.2 sample exports (data/real/focus): what loads is billed, counted once, and
     focus_costs / daily_spend / bill_reconciliation all carry the same total."""
@@ -372,4 +413,44 @@ def test_real_focus_samples_flow_through_every_bill_mart(tmp_path):
     # samples' amounts have at most 6 decimals
     assert focus == spend == recon[0] == staged
     assert recon[1] == 0  # no usage: every bill is unmatched
+    con.close()
+
+
+def test_cloud_focus_exports_land_with_their_ai_lines_recognised(tmp_path):
+    """A gzip AWS FOCUS 1.2 export (as AWS Data Exports writes it, with its x_ columns) and an
+    Azure FOCUS export in bills/focus/: the Bedrock and Azure OpenAI lines reach
+    marts.bill_reconciliation as providers 'bedrock' / 'azure' with their models, the EC2 line
+    stays 'aws' without a model, and nothing is lost."""
+    import gzip
+
+    aws = (
+        "BilledCost,BillingAccountId,BillingCurrency,BillingPeriodEnd,BillingPeriodStart,ChargeCategory,ChargeDescription,"
+        "ChargePeriodEnd,ChargePeriodStart,ProviderName,PublisherName,InvoiceIssuerName,ServiceCategory,ServiceName,"
+        "SkuId,SkuMeter,x_UsageType,x_Operation\n"
+        "1.25,111122223333,USD,2026-07-01T00:00:00Z,2026-06-01T00:00:00Z,Usage,"
+        "\"$0.003 per 1K input tokens for Claude 3.5 Sonnet in US East (N. Virginia)\",2026-06-03T00:00:00Z,"
+        "2026-06-02T00:00:00Z,AWS,AWS,\"Amazon Web Services, Inc.\",AI and Machine Learning,Amazon Bedrock,"
+        "8Y7Z6X5W4V3U,,USE1-Claude3.5Sonnet-input-tokens,InvokeModelInference\n"
+        "98.304,111122223333,USD,2026-07-01T00:00:00Z,2026-06-01T00:00:00Z,Usage,"
+        "On Demand Linux p5.48xlarge Instance Hour,2026-06-03T00:00:00Z,2026-06-02T00:00:00Z,AWS,AWS,"
+        "\"Amazon Web Services, Inc.\",Compute,Amazon Elastic Compute Cloud,ABCDEF123456,,USE1-BoxUsage:p5.48xlarge,RunInstances\n"
+    )
+    azure = (
+        "BilledCost,BillingAccountId,BillingCurrency,BillingPeriodEnd,BillingPeriodStart,ChargeCategory,ChargeDescription,"
+        "ChargePeriodEnd,ChargePeriodStart,ProviderName,PublisherName,InvoiceIssuerName,ServiceCategory,ServiceName,SkuId,SkuMeter\n"
+        "0.40,/providers/Microsoft.Billing/billingAccounts/123,USD,2026-07-01T00:00:00Z,2026-06-01T00:00:00Z,Usage,"
+        "gpt 4o 0513 Input global Tokens,2026-06-03T00:00:00Z,2026-06-02T00:00:00Z,Microsoft,Microsoft,Microsoft,"
+        "AI and Machine Learning,Azure OpenAI Service,DZH318Z0BQ4L/0002,gpt 4o 0513 Input global Tokens\n"
+    )
+    landing = tmp_path / "landing"
+    (landing / "bills" / "focus" / "aws" / "focus-export" / "data" / "BILLING_PERIOD=2026-06").mkdir(parents=True)
+    (landing / "bills" / "focus" / "aws" / "focus-export" / "data" / "BILLING_PERIOD=2026-06" / "focus-00001.csv.gz") \
+        .write_bytes(gzip.compress(aws.encode()))
+    (landing / "bills" / "focus" / "azure").mkdir(parents=True)
+    (landing / "bills" / "focus" / "azure" / "part_0_0001.csv").write_text(azure)
+    con, _ = build_warehouse(landing, tmp_path / "w.duckdb")
+    assert rows(con, "SELECT provider, model, billed_usd, counted FROM core.billed_lines ORDER BY billed_usd") == [
+        ("azure", "gpt-4o", D("0.4"), True), ("bedrock", "claude-3-5-sonnet", D("1.25"), True), ("aws", None, D("98.304"), True)]
+    assert rows(con, "SELECT provider, model, billed_usd FROM marts.bill_reconciliation ORDER BY billed_usd") == [
+        ("azure", "gpt-4o", D("0.400000")), ("bedrock", "claude-3-5-sonnet", D("1.250000")), ("aws", None, D("98.304000"))]
     con.close()

@@ -1,4 +1,6 @@
-"""marts.focus_costs against the FinOps Foundation's own validator, and `thinktax export focus`.
+"""marts.focus_costs against the FinOps Foundation's own validator, and `thinktax export focus`
+(the FOCUS 1.2 files, `--spec 1.2`; the 1.3 files are in tests/test_focus13.py and, against the
+validator, at the end of this file).
 
 The validator (`focus-validator` 2.2.1, rule set 1.2.0.1, shipped inside the package: run offline
 with --block-download) needs Python 3.12, so it lives in its own venv, .thinktax/focus-venv,
@@ -80,7 +82,7 @@ def test_api_usage_rows_are_one_per_model_token_type_and_price(tmp_path, mini_la
 
 def test_export_focus_writes_one_file_per_month(tmp_path, mini_landing):
     con, _ = build_warehouse(mini_landing, tmp_path / "w.duckdb")
-    written = export_focus(con, tmp_path / "out", "parquet")
+    written = export_focus(con, tmp_path / "out", "parquet", spec="1.2")
     # June: o3 4 token types + claude-x 5 + node n1's one day (active 2026-06-30 only) = 10;
     # July: r2's 2 token types
     assert [(p.name, n) for p, n in written] == [("focus_costs_2026-06.parquet", 10), ("focus_costs_2026-07.parquet", 2)]
@@ -90,7 +92,7 @@ def test_export_focus_writes_one_file_per_month(tmp_path, mini_landing):
     assert total == con.execute("SELECT sum(BilledCost) FROM marts.focus_costs").fetchone()[0]
     cols = duckdb.sql(f"SELECT * FROM '{written[0][0]}'").columns
     assert "build_id" not in cols and "x_BuildId" in cols and "x_Source" in cols
-    only = export_focus(con, tmp_path / "csv", "csv", "2026-07")
+    only = export_focus(con, tmp_path / "csv", "csv", "2026-07", spec="1.2")
     assert [(p.name, n) for p, n in only] == [("focus_costs_2026-07.csv", 2)]
     text = only[0][0].read_text()
     assert "BilledCost" in text.splitlines()[0].split(",")
@@ -139,14 +141,18 @@ def validator() -> Path:
     return exe
 
 
-def run_validator(exe: Path, data: Path) -> dict[str, str]:
+def run_validator(exe: Path, data: Path, version: str = "1.2.0.1", rule_set_path: Path | None = None) -> dict[str, str]:
     """{rule id: PASS|FAIL|SKIPPED}. Run from the package's folder: 2.2.1 opens its bundled
-    currency list by the relative path focus_validator/rules/currency_codes.csv."""
+    currency list by the relative path focus_validator/rules/currency_codes.csv. rule_set_path: a
+    folder holding model-<version>.json (default: the package's own, which holds only 1.2.0.1)."""
     site = next((exe.parent.parent / "lib").glob("python3.12/site-packages"))
-    r = subprocess.run([str(exe), "--data-file", str(data), "--validate-version", "1.2.0.1", "--block-download"],
-                       cwd=site, capture_output=True, text=True, timeout=300)
+    cmd = [str(exe), "--data-file", str(data), "--validate-version", version, "--block-download"]
+    if rule_set_path is not None:
+        cmd += ["--rule-set-path", str(rule_set_path)]
+    r = subprocess.run(cmd, cwd=site, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    results = dict(re.findall(r"^\S+ ([A-Za-z]+-[A-Z]-\d{3}-[A-Z]): (PASS|FAIL|SKIPPED)", r.stdout, re.M))
+    # rule ids: 'InvoiceId-C-005-C' (model 1.2.0.1), 'CAU-InvoiceId-C-005-C' (1.3 models name the dataset)
+    results = dict(re.findall(r"^\S+ ((?:[A-Z]{2,4}-)?[A-Za-z]+-[A-Z]-\d{3}-[A-Z]): (PASS|FAIL|SKIPPED)", r.stdout, re.M))
     total = re.search(r"Total: (\d+) \| Pass: (\d+) \| Fail: (\d+) \| Skipped: (\d+)", r.stdout)
     assert total, r.stdout[-2000:]
     counts = [int(x) for x in total.groups()]
@@ -156,12 +162,26 @@ def run_validator(exe: Path, data: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def demo_export(tmp_path_factory) -> Path:
+def demo_warehouse(tmp_path_factory):
     root = tmp_path_factory.mktemp("focus_demo")
     write_landing(root / "landing", DemoSpec(days=4, tasks_per_day=100, seed=7))
     con, _ = build_warehouse(root / "landing", root / "w.duckdb")
-    written = export_focus(con, root / "out", "parquet")
+    return con, root
+
+
+@pytest.fixture(scope="module")
+def demo_export(demo_warehouse) -> Path:
+    con, root = demo_warehouse
+    written = export_focus(con, root / "out", "parquet", spec="1.2")
     assert len(written) == 1  # 2026-06-15 .. 06-18
+    return written[0][0]
+
+
+@pytest.fixture(scope="module")
+def demo_export13(demo_warehouse) -> Path:
+    con, root = demo_warehouse
+    written = export_focus(con, root / "out13", "parquet", spec="1.3")
+    assert [p.name for p, _ in written] == ["focus_costs_2026-06.parquet", "focus_contract_commitment.parquet"]
     return written[0][0]
 
 
@@ -207,7 +227,7 @@ def modifiers_export(tmp_path_factory):
     calls = generate(random.Random(14))
     (landing / "telemetry" / "requests" / "calls.jsonl").write_text("\n".join(_json.dumps(c[0]) for c in calls) + "\n")
     con, _ = build_warehouse(landing, root / "w.duckdb")
-    return con, export_focus(con, root / "out", "parquet")
+    return con, export_focus(con, root / "out", "parquet", spec="1.2")
 
 
 def test_token_type_rows_add_up_to_every_priced_call_exactly(modifiers_export):
@@ -236,3 +256,36 @@ def test_every_price_basis_passes_the_validator_but_the_invoice_pair(validator, 
     con.execute(f"COPY (SELECT * FROM marts.focus_costs) TO '{whole}' (FORMAT parquet)")
     failed = {k for k, v in run_validator(validator, whole).items() if v == "FAIL"}
     assert failed == {"InvoiceId-C-005-C"}
+
+
+# -- FOCUS 1.3 ----------------------------------------------------------------------------------
+
+RULES_13 = REPO / "tools" / "focus-rules"
+
+
+def test_the_13_export_still_passes_every_12_rule_but_the_invoice_one(validator, demo_export, demo_export13):
+    """Not a 1.3 validation (model 1.2.0.1 knows no 1.3 column and checks none of them): a guard
+    that the rows the 1.3 export changes -- the self-hosted node-days split into allocated rows per
+    team, their costs, quantities and unit prices -- still meet every 1.2 rule, with the same result
+    as the 1.2 file."""
+    got = run_validator(validator, demo_export13)
+    assert {k for k, v in got.items() if v == "FAIL"} == {"InvoiceId-C-005-C"}
+    assert duckdb.sql(f"SELECT count(*) FROM '{demo_export13}' WHERE AllocatedResourceId IS NOT NULL").fetchall()[0][0] > 0
+    same = run_validator(validator, demo_export)
+    assert sum(v == "PASS" for v in got.values()) == sum(v == "PASS" for v in same.values())
+
+
+def test_the_13_export_against_the_13_requirements_model(validator, demo_export13):
+    """Runs when a FOCUS 1.3 requirements model (model-1.3*.json, with its licence) is vendored in
+    tools/focus-rules/. None is: the FOCUS project publishes model-1.3.json only as an asset of the
+    FOCUS_Spec GitHub releases (focus-validator 2.2.1 downloads it from there unless
+    --block-download), the PyPI package ships only model-1.2.0.1.json, and this project's machines
+    reach PyPI only (docs/bi.md, "FOCUS 1.3")."""
+    models = sorted(RULES_13.glob("model-1.3*.json"))
+    if not models:
+        pytest.skip("no FOCUS 1.3 requirements model vendored in tools/focus-rules/ (docs/bi.md: FOCUS 1.3)")
+    version = models[-1].name[len("model-"):-len(".json")]
+    results = run_validator(validator, demo_export13, version, RULES_13)
+    failed = {k for k, v in results.items() if v == "FAIL"}
+    # the one pair the rule set itself makes unpassable on any non-empty dataset (see above)
+    assert failed <= {"CAU-InvoiceId-C-005-C", "InvoiceId-C-005-C"}, failed

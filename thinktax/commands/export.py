@@ -1,11 +1,35 @@
-"""`thinktax export focus`: marts.focus_costs as monthly FOCUS 1.2 files (Parquet or CSV).
+"""`thinktax export focus`: marts.focus_costs as monthly FOCUS files (Parquet or CSV), FOCUS 1.3
+(the default) or 1.2 (``--spec 1.2``).
 
 One file per calendar month of ChargePeriodStart: ``focus_costs_YYYY-MM.parquet`` (or ``.csv``).
-Every FOCUS column of the mart is written as it is, plus the custom columns ``x_Source`` and
-``x_BuildId`` (the mart's build_id: FOCUS custom columns carry the ``x_`` prefix). Each file is
-written to a temporary name in the output folder and renamed into place, so a file that exists is
-complete. The files pass ``focus-validator`` 2.2.1 (rule set 1.2.0.1) up to the one InvoiceId
-rule the validator cannot pass on any non-empty dataset (docs/bi.md).
+
+* ``--spec 1.2``: every FOCUS column of the mart is written as it is, plus the custom columns
+  ``x_Source`` and ``x_BuildId`` (the mart's build_id: FOCUS custom columns carry the ``x_``
+  prefix) -- the files thinktax wrote before FOCUS 1.3, byte for byte. They pass
+  ``focus-validator`` 2.2.1 (rule set 1.2.0.1) up to the one InvoiceId rule the validator cannot
+  pass on any non-empty dataset (docs/bi.md).
+* ``--spec 1.3``: the same rows and columns plus the 1.3 columns (FOCUS13_SQL below):
+  ``ServiceProviderName`` and ``HostProviderName`` (both the provider key of ProviderName:
+  thinktax sees no reseller, so the host is the service provider; ProviderName and PublisherName
+  stay, deprecated in 1.3), ``ContractApplied`` (NULL: no contract commitment is applied to any
+  charge thinktax knows), and the split cost allocation columns ``AllocatedMethodId``,
+  ``AllocatedMethodDetails``, ``AllocatedResourceId``, ``AllocatedResourceName``,
+  ``AllocatedTags``: a self-hosted node-day whose cost thinktax allocated to calls
+  (core.self_hosted_allocation: each paid hour over the calls of that hour by token share, the
+  idle hours of a busy day over that day's calls) is written as one allocated row per team
+  instead of the origin row. The allocated rows keep every column of the origin row but the
+  costs (the team's micro-dollars, which add up exactly to the origin's), the quantities (the
+  origin's times the team's ratio, the largest share taking the rounding so they add up exactly)
+  and the Allocated* columns (AllocatedResourceId = AllocatedResourceName = the team,
+  AllocatedTags = {"team": ...}, AllocatedMethodDetails = {"Elements": [{"AllocatedRatio",
+  "UsageQuantity" (the team's tokens on the node that day), "UsageUnit": "Tokens"}]}). Node-days
+  without calls (idle) and every other row keep NULL Allocated* columns. Beside the monthly
+  files, the Contract Commitment dataset: ``focus_contract_commitment.<format>`` with the 1.3
+  columns (COMMITMENT_COLUMNS) and no rows -- thinktax holds no commitment data yet (no
+  catalog/commitments.csv, no marts.commitments).
+
+Each file is written to a temporary name in the output folder and renamed into place, so a file
+that exists is complete.
 """
 
 from __future__ import annotations
@@ -22,21 +46,135 @@ from thinktax.config import resolve_paths
 from warehouse.db import read_only
 
 NAME = "export"
-HELP = "Export a standard dataset from the published warehouse: 'focus' writes monthly FOCUS 1.2 files."
+HELP = "Export a standard dataset from the published warehouse: 'focus' writes monthly FOCUS 1.3 (or 1.2) files."
+SPECS = ("1.3", "1.2")
 
 _MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", choices=["focus"], help="'focus': marts.focus_costs as FOCUS 1.2 cost and usage files")
+    p.add_argument("dataset", choices=["focus"], help="'focus': marts.focus_costs as FOCUS cost and usage files")
+    p.add_argument("--spec", choices=SPECS, default="1.3",
+                   help="FOCUS version: 1.3 (default; adds the 1.3 columns and the Contract Commitment file) "
+                        "or 1.2 (the files of thinktax before 1.3, unchanged)")
     p.add_argument("--out", required=True, help="folder to write the files into (created if missing)")
     p.add_argument("--format", choices=["parquet", "csv"], default="parquet")
     p.add_argument("--month", help="only this month of ChargePeriodStart (YYYY-MM); default: every month")
     p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./warehouse/thinktax.duckdb)")
 
 
-def export_focus(con: duckdb.DuckDBPyConnection, out: Path, fmt: str = "parquet", month: str | None = None) -> list[tuple[Path, int]]:
-    """Write the monthly files; returns (path, rows) for each file written."""
+# FOCUS 1.3 rows of one month ($m) from marts.focus_costs: see the module docstring.
+FOCUS13_SQL = """
+WITH f AS (
+    SELECT * FROM marts.focus_costs WHERE strftime(ChargePeriodStart, '%Y-%m') = $m
+),
+origin AS (
+    -- self-hosted node-days, one row per node and day (a node-day exported as several rows, the
+    -- node having changed model or price that day, is left whole)
+    SELECT *, ResourceId AS a_node, CAST(ChargePeriodStart AS DATE) AS a_day,
+           CAST(round(BilledCost * 1000000) AS BIGINT) AS a_origin_micro
+    FROM f
+    WHERE x_Source = 'self_hosted'
+    QUALIFY count(*) OVER (PARTITION BY ResourceId, CAST(ChargePeriodStart AS DATE)) = 1
+),
+shares AS (
+    -- what core.self_hosted_allocation gave each team's calls on each node-day (idle rows excluded)
+    -- (a call has a row per pool it shares: its hour's and its day's idle hours)
+    SELECT a.node_id AS a_node, a.day AS a_day, c.team AS a_team,
+           sum(a.micro) AS a_micro, sum(c.total_tokens) AS a_tokens
+    FROM (SELECT node_id, day, request_id, sum(allocated_micro_usd) AS micro
+          FROM core.self_hosted_allocation
+          WHERE request_id IS NOT NULL AND strftime(day, '%Y-%m') = $m
+          GROUP BY ALL) a
+    JOIN core.calls c USING (request_id)
+    GROUP BY ALL
+),
+split AS (
+    -- only node-days whose allocation adds up to the exported cost, to the micro-dollar
+    SELECT o.*, s.a_team, s.a_micro, s.a_tokens,
+           row_number() OVER (PARTITION BY o.a_node, o.a_day ORDER BY s.a_micro DESC, s.a_team) AS a_rank,
+           CAST(round(s.a_micro / o.a_origin_micro, 12) AS DECIMAL(38,12)) AS a_ratio0,
+           CAST(round(o.PricingQuantity * s.a_micro / o.a_origin_micro, 10) AS DECIMAL(38,10)) AS a_pq0,
+           CAST(round(o.ConsumedQuantity * s.a_micro / o.a_origin_micro, 10) AS DECIMAL(38,10)) AS a_cq0
+    FROM origin o JOIN shares s ON s.a_node = o.a_node AND s.a_day = o.a_day
+    WHERE o.a_origin_micro > 0
+    QUALIFY sum(s.a_micro) OVER (PARTITION BY o.a_node, o.a_day) = o.a_origin_micro
+),
+balanced AS (
+    -- the largest share takes the rounding, so ratios add up to 1 and quantities to the origin's
+    SELECT *,
+           CASE WHEN a_rank = 1 THEN 1 - (sum(a_ratio0) OVER w - a_ratio0) ELSE a_ratio0 END AS a_ratio,
+           CASE WHEN a_rank = 1 THEN PricingQuantity - (sum(a_pq0) OVER w - a_pq0) ELSE a_pq0 END AS a_pq,
+           CASE WHEN a_rank = 1 THEN ConsumedQuantity - (sum(a_cq0) OVER w - a_cq0) ELSE a_cq0 END AS a_cq
+    FROM split
+    WINDOW w AS (PARTITION BY a_node, a_day)
+),
+allocated AS (
+    SELECT * EXCLUDE (a_node, a_day, a_origin_micro, a_team, a_micro, a_tokens, a_rank, a_ratio0, a_pq0, a_cq0,
+                      a_ratio, a_pq, a_cq)
+               REPLACE (CAST(CAST(a_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS BilledCost,
+                        CAST(CAST(a_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS EffectiveCost,
+                        CAST(CAST(a_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS ListCost,
+                        CAST(CAST(a_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS ContractedCost,
+                        CAST(a_pq AS DECIMAL(38,10)) AS PricingQuantity,
+                        CAST(a_cq AS DECIMAL(38,10)) AS ConsumedQuantity),
+           'thinktax-token-share' AS AllocatedMethodId,
+           CAST(json_object('Elements', json_array(json_object(
+               'AllocatedRatio', a_ratio, 'UsageQuantity', a_tokens, 'UsageUnit', 'Tokens'))) AS VARCHAR) AS AllocatedMethodDetails,
+           a_team AS AllocatedResourceId, a_team AS AllocatedResourceName,
+           CAST(json_object('team', a_team) AS VARCHAR) AS AllocatedTags
+    FROM balanced
+),
+whole AS (
+    SELECT f.*,
+           CAST(NULL AS VARCHAR) AS AllocatedMethodId, CAST(NULL AS VARCHAR) AS AllocatedMethodDetails,
+           CAST(NULL AS VARCHAR) AS AllocatedResourceId, CAST(NULL AS VARCHAR) AS AllocatedResourceName,
+           CAST(NULL AS VARCHAR) AS AllocatedTags
+    FROM f
+    ANTI JOIN (SELECT DISTINCT ResourceId, ChargePeriodStart FROM allocated) x
+        ON f.x_Source = 'self_hosted' AND f.ResourceId = x.ResourceId AND f.ChargePeriodStart = x.ChargePeriodStart
+),
+rows AS (
+    SELECT * FROM whole
+    UNION ALL BY NAME
+    SELECT * FROM allocated
+)
+SELECT * EXCLUDE (build_id, AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId, AllocatedResourceName, AllocatedTags),
+       ProviderName AS ServiceProviderName, ProviderName AS HostProviderName,
+       CAST(NULL AS VARCHAR) AS ContractApplied,
+       AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId, AllocatedResourceName, AllocatedTags,
+       build_id AS x_BuildId
+FROM rows
+"""
+FOCUS13_ORDER = "ChargePeriodStart, x_Source, ProviderName, ResourceId, SkuPriceId, ChargeDescription, AllocatedResourceId"
+
+# The FOCUS 1.3 Contract Commitment dataset (its 13 columns, in the specification's order of
+# definition). thinktax has no commitment data yet, so the file has the columns and no rows.
+COMMITMENT_COLUMNS = (
+    ("BillingCurrency", "VARCHAR"), ("ContractCommitmentCategory", "VARCHAR"),
+    ("ContractCommitmentCost", "DECIMAL(18,6)"), ("ContractCommitmentDescription", "VARCHAR"),
+    ("ContractCommitmentId", "VARCHAR"), ("ContractCommitmentPeriodEnd", "TIMESTAMP"),
+    ("ContractCommitmentPeriodStart", "TIMESTAMP"), ("ContractCommitmentQuantity", "DECIMAL(38,10)"),
+    ("ContractCommitmentType", "VARCHAR"), ("ContractCommitmentUnit", "VARCHAR"), ("ContractId", "VARCHAR"),
+    ("ContractPeriodEnd", "TIMESTAMP"), ("ContractPeriodStart", "TIMESTAMP"),
+)
+COMMITMENT_SQL = "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in COMMITMENT_COLUMNS) + " WHERE false"
+
+
+def _copy(con: duckdb.DuckDBPyConnection, sql: str, params: dict, path: Path, fmt: str) -> None:
+    """COPY a query to path through a temporary name in the same folder, renamed into place."""
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    options = "FORMAT parquet" if fmt == "parquet" else "FORMAT csv, HEADER true, TIMESTAMPFORMAT '%Y-%m-%dT%H:%M:%SZ'"
+    con.execute(f"COPY ({sql}) TO '{tmp.as_posix()}' ({options})", params)
+    os.replace(tmp, path)
+
+
+def export_focus(con: duckdb.DuckDBPyConnection, out: Path, fmt: str = "parquet", month: str | None = None,
+                 spec: str = "1.3") -> list[tuple[Path, int]]:
+    """Write the monthly files (and, for 1.3, the Contract Commitment file); returns (path, rows)
+    for each file written. Nothing is written when there is no FOCUS row (in that month)."""
+    if spec not in SPECS:
+        raise ValueError(f"FOCUS spec must be one of {SPECS}, got {spec!r}")
     out.mkdir(parents=True, exist_ok=True)
     where = "" if month is None else "WHERE strftime(ChargePeriodStart, '%Y-%m') = $month"
     params = {} if month is None else {"month": month}
@@ -46,19 +184,22 @@ def export_focus(con: duckdb.DuckDBPyConnection, out: Path, fmt: str = "parquet"
     written = []
     for m in months:
         path = out / f"focus_costs_{m}.{fmt}"
-        tmp = out / f".{path.name}.tmp-{os.getpid()}"
-        options = "FORMAT parquet" if fmt == "parquet" else "FORMAT csv, HEADER true, TIMESTAMPFORMAT '%Y-%m-%dT%H:%M:%SZ'"
-        # ORDER BY: the same warehouse always gives the same file
-        con.execute(
-            f"""COPY (SELECT * EXCLUDE (build_id), build_id AS x_BuildId FROM marts.focus_costs
+        if spec == "1.2":
+            # ORDER BY: the same warehouse always gives the same file
+            _copy(con, """SELECT * EXCLUDE (build_id), build_id AS x_BuildId FROM marts.focus_costs
                       WHERE strftime(ChargePeriodStart, '%Y-%m') = $m
-                      ORDER BY ChargePeriodStart, x_Source, ProviderName, ResourceId, SkuPriceId, ChargeDescription)
-                TO '{tmp.as_posix()}' ({options})""",
-            {"m": m},
-        )
-        os.replace(tmp, path)
-        rows = con.execute("SELECT count(*) FROM marts.focus_costs WHERE strftime(ChargePeriodStart, '%Y-%m') = $m", {"m": m}).fetchone()[0]
+                      ORDER BY ChargePeriodStart, x_Source, ProviderName, ResourceId, SkuPriceId, ChargeDescription""",
+                  {"m": m}, path, fmt)
+            rows = con.execute("SELECT count(*) FROM marts.focus_costs WHERE strftime(ChargePeriodStart, '%Y-%m') = $m",
+                               {"m": m}).fetchone()[0]
+        else:
+            _copy(con, f"{FOCUS13_SQL} ORDER BY {FOCUS13_ORDER}", {"m": m}, path, fmt)
+            rows = con.execute(f"SELECT count(*) FROM ({FOCUS13_SQL})", {"m": m}).fetchone()[0]
         written.append((path, rows))
+    if spec == "1.3" and written:
+        path = out / f"focus_contract_commitment.{fmt}"
+        _copy(con, COMMITMENT_SQL, {}, path, fmt)
+        written.append((path, 0))
     return written
 
 
@@ -69,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
     _, warehouse = resolve_paths(None, args.warehouse)
     try:
         with read_only(warehouse) as con:
-            written = export_focus(con, Path(args.out), args.format, args.month)
+            written = export_focus(con, Path(args.out), args.format, args.month, args.spec)
     except FileNotFoundError as exc:
         print(f"thinktax: {exc}", file=sys.stderr)
         return 2

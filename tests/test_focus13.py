@@ -1,0 +1,183 @@
+"""`thinktax export focus --spec 1.3` (the default) and `--spec 1.2` (the files of before 1.3).
+
+Hand-worked on tests/conftest.py MINI_FILES: node n1 (nebius, 2 x H100 at $2.95/GPU-hour, active
+2026-06-30) costs 2 x 2.95 x 24 h = $141.60 for 48 GPU-hours. It served r4 (4,000 tokens, task t1
+so team 'search') and r5 (1,000 tokens, team 'ops') in the 10:00 hour; core.self_hosted_allocation
+gives the 10:00 hour and the day's 23 idle hours to them by token share, 4:1. So in 1.3 the node-day
+is two allocated rows: search $113.28 / 38.4 GPU-hours / AllocatedRatio 0.8, ops $28.32 / 9.6
+GPU-hours / 0.2; every other row is as in 1.2 with NULL Allocated* columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from decimal import Decimal as D
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import build_warehouse
+from thinktax.commands import export
+from thinktax.commands.export import COMMITMENT_COLUMNS, export_focus
+
+NEW_13 = ["ServiceProviderName", "HostProviderName", "ContractApplied", "AllocatedMethodId",
+          "AllocatedMethodDetails", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags"]
+
+
+def _export_before_13(con: duckdb.DuckDBPyConnection, out: Path, fmt: str) -> list[tuple[Path, int]]:
+    """`export_focus` as it was before FOCUS 1.3 (commit 2821d18), kept verbatim as the reference
+    the 1.2 files are compared with, byte for byte."""
+    out.mkdir(parents=True, exist_ok=True)
+    months = [r[0] for r in con.execute(
+        "SELECT DISTINCT strftime(ChargePeriodStart, '%Y-%m') AS m FROM marts.focus_costs  ORDER BY m", {}
+    ).fetchall()]
+    written = []
+    for m in months:
+        path = out / f"focus_costs_{m}.{fmt}"
+        tmp = out / f".{path.name}.tmp-{os.getpid()}"
+        options = "FORMAT parquet" if fmt == "parquet" else "FORMAT csv, HEADER true, TIMESTAMPFORMAT '%Y-%m-%dT%H:%M:%SZ'"
+        con.execute(
+            f"""COPY (SELECT * EXCLUDE (build_id), build_id AS x_BuildId FROM marts.focus_costs
+                      WHERE strftime(ChargePeriodStart, '%Y-%m') = $m
+                      ORDER BY ChargePeriodStart, x_Source, ProviderName, ResourceId, SkuPriceId, ChargeDescription)
+                TO '{tmp.as_posix()}' ({options})""",
+            {"m": m},
+        )
+        os.replace(tmp, path)
+        rows = con.execute("SELECT count(*) FROM marts.focus_costs WHERE strftime(ChargePeriodStart, '%Y-%m') = $m", {"m": m}).fetchone()[0]
+        written.append((path, rows))
+    return written
+
+
+@pytest.fixture(scope="module")
+def mini_con(tmp_path_factory):
+    from tests.conftest import MINI_FILES, write_files
+
+    root = tmp_path_factory.mktemp("focus13")
+    con, _ = build_warehouse(write_files(root / "landing", MINI_FILES), root / "w.duckdb")
+    return con
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_spec_12_files_are_byte_identical_to_the_export_before_13(mini_con, tmp_path, fmt):
+    before = _export_before_13(mini_con, tmp_path / "before", fmt)
+    now = export_focus(mini_con, tmp_path / "now", fmt, spec="1.2")
+    assert [(p.name, n) for p, n in now] == [(p.name, n) for p, n in before]
+    assert [p.name for p, _ in now] == [f"focus_costs_2026-06.{fmt}", f"focus_costs_2026-07.{fmt}"]
+    for (a, _), (b, _) in zip(before, now):
+        assert a.read_bytes() == b.read_bytes(), b.name
+    assert not (tmp_path / "now" / f"focus_contract_commitment.{fmt}").exists()
+
+
+def test_spec_13_adds_the_13_columns_and_splits_the_node_day_over_teams(mini_con, tmp_path):
+    written = export_focus(mini_con, tmp_path / "out", "parquet")  # 1.3 is the default
+    assert [(p.name, n) for p, n in written] == [
+        ("focus_costs_2026-06.parquet", 11), ("focus_costs_2026-07.parquet", 2), ("focus_contract_commitment.parquet", 0)]
+    june = written[0][0]
+    cols = duckdb.sql(f"SELECT * FROM '{june}'").columns
+    old = duckdb.sql("SELECT * EXCLUDE (build_id) FROM marts.focus_costs LIMIT 0", connection=mini_con).columns
+    assert cols == [*old, *NEW_13, "x_BuildId"]
+    # the provider columns: every row has both, equal to ProviderName (no reseller in thinktax's data)
+    assert duckdb.sql(f"SELECT count(*) FROM '{june}' WHERE ServiceProviderName IS NULL OR HostProviderName IS NULL "
+                      "OR ServiceProviderName <> ProviderName OR HostProviderName <> ServiceProviderName").fetchall()[0][0] == 0
+    assert duckdb.sql(f"SELECT count(*) FROM '{june}' WHERE ContractApplied IS NOT NULL").fetchall()[0][0] == 0
+    rows = duckdb.sql(f"""SELECT AllocatedResourceId, AllocatedResourceName, AllocatedMethodId, AllocatedTags, AllocatedMethodDetails,
+                                 BilledCost, EffectiveCost, ListCost, ContractedCost, PricingQuantity, ConsumedQuantity,
+                                 ListUnitPrice, ResourceId, SkuId, ChargePeriodStart, ServiceProviderName
+                          FROM '{june}' WHERE x_Source = 'self_hosted' ORDER BY AllocatedResourceId""").fetchall()
+    assert [r[:4] for r in rows] == [("ops", "ops", "thinktax-token-share", '{"team":"ops"}'),
+                                     ("search", "search", "thinktax-token-share", '{"team":"search"}')]
+    details = [json.loads(r[4], parse_float=D) for r in rows]
+    assert details == [{"Elements": [{"AllocatedRatio": D("0.2"), "UsageQuantity": 1000, "UsageUnit": "Tokens"}]},
+                       {"Elements": [{"AllocatedRatio": D("0.8"), "UsageQuantity": 4000, "UsageUnit": "Tokens"}]}]
+    assert [r[5:11] for r in rows] == [(D("28.32"),) * 4 + (D("9.6"),) * 2, (D("113.28"),) * 4 + (D("38.4"),) * 2]
+    # dimensions and non-aggregatable metrics are the origin row's
+    assert {r[11:] for r in rows} == {(D("2.95"), "n1", "H100", __import__("datetime").datetime(2026, 6, 30), "nebius")}
+    # every other row: no allocation, and the same money as the 1.2 file
+    assert duckdb.sql(f"SELECT count(*) FROM '{june}' WHERE x_Source <> 'self_hosted' AND "
+                      "coalesce(AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId, AllocatedResourceName, AllocatedTags) IS NOT NULL"
+                      ).fetchall()[0][0] == 0
+    old12 = export_focus(mini_con, tmp_path / "v12", "parquet", spec="1.2")
+    for (p13, _), (p12, _) in zip(written, old12):
+        q = "SELECT x_Source, sum(BilledCost), sum(EffectiveCost), sum(ListCost), sum(ContractedCost), sum(PricingQuantity), sum(ConsumedQuantity) FROM '{}' GROUP BY 1 ORDER BY 1"
+        assert duckdb.sql(q.format(p13)).fetchall() == duckdb.sql(q.format(p12)).fetchall()
+
+
+def test_an_idle_node_day_stays_whole(tmp_path):
+    """A node-day without any call has nothing to allocate to: it keeps one row, Allocated* NULL."""
+    from tests.conftest import MINI_FILES, write_files
+
+    files = dict(MINI_FILES)
+    files["catalog/nodes.csv"] = MINI_FILES["catalog/nodes.csv"] + \
+        "n2,nebius,H100,1,qwen3-32b,fp8,2.00,2026-06-30T00:00:00Z,2026-07-01T00:00:00Z\n"
+    con, _ = build_warehouse(write_files(tmp_path / "landing", files), tmp_path / "w.duckdb")
+    june = export_focus(con, tmp_path / "out", "csv", "2026-06")[0][0]
+    got = duckdb.sql(f"SELECT ResourceId, AllocatedResourceId, BilledCost FROM read_csv('{june}') "
+                     "WHERE x_Source = 'self_hosted' ORDER BY ResourceId, AllocatedResourceId").fetchall()
+    assert got == [("n1", "ops", 28.32), ("n1", "search", 113.28), ("n2", None, 48.0)]
+
+
+def test_the_contract_commitment_file_has_the_13_columns_and_no_rows(mini_con, tmp_path):
+    """thinktax holds no commitment data yet (no catalog/commitments.csv, no marts.commitments)."""
+    names = [c for c, _ in COMMITMENT_COLUMNS]
+    assert names == ["BillingCurrency", "ContractCommitmentCategory", "ContractCommitmentCost", "ContractCommitmentDescription",
+                     "ContractCommitmentId", "ContractCommitmentPeriodEnd", "ContractCommitmentPeriodStart",
+                     "ContractCommitmentQuantity", "ContractCommitmentType", "ContractCommitmentUnit", "ContractId",
+                     "ContractPeriodEnd", "ContractPeriodStart"]
+    parquet = export_focus(mini_con, tmp_path / "p", "parquet", "2026-07")
+    assert [(p.name, n) for p, n in parquet] == [("focus_costs_2026-07.parquet", 2), ("focus_contract_commitment.parquet", 0)]
+    rel = duckdb.sql(f"SELECT * FROM '{parquet[1][0]}'")
+    assert rel.columns == names and rel.fetchall() == []
+    assert dict(zip(rel.columns, map(str, rel.types)))["ContractCommitmentCost"] == "DECIMAL(18,6)"
+    csv = export_focus(mini_con, tmp_path / "c", "csv", "2026-07")
+    assert csv[1][0].read_text() == ",".join(names) + "\n"
+    assert export_focus(mini_con, tmp_path / "none", "csv", "2025-01") == []  # no month, no file at all
+
+
+def test_the_cli_defaults_to_13():
+    p = argparse.ArgumentParser()
+    export.add_arguments(p)
+    assert p.parse_args(["focus", "--out", "x"]).spec == "1.3"
+    assert p.parse_args(["focus", "--out", "x", "--spec", "1.2"]).spec == "1.2"
+    with pytest.raises(SystemExit):
+        p.parse_args(["focus", "--out", "x", "--spec", "1.4"])
+    with pytest.raises(ValueError):
+        export_focus(None, Path("."), spec="1.1")  # type: ignore[arg-type]
+
+
+def test_allocated_rows_of_the_demo_add_up_to_their_origin(tmp_path):
+    """On the 4-day demo: per origin node-day, the allocated rows' costs and quantities add up to
+    the 1.2 row exactly, their AllocatedRatio values (decimals) to 1, and AllocatedMethodDetails is
+    {"Elements": [objects]} with FOCUS-defined keys only (FOCUS 1.3 requirements model,
+    DataGeneratorCalculatedSplitCostAllocationHandling-A-003/-004, AllocatedMethodDetailsObject-O-001..O-014)."""
+    from thinktax.demo import DemoSpec, write_landing
+
+    write_landing(tmp_path / "landing", DemoSpec(days=4, tasks_per_day=100, seed=7))
+    con, _ = build_warehouse(tmp_path / "landing", tmp_path / "w.duckdb")
+    (f13, _), _ = export_focus(con, tmp_path / "v13", "parquet")
+    ((f12, _),) = export_focus(con, tmp_path / "v12", "parquet", spec="1.2")
+    allocated = duckdb.sql(f"SELECT ResourceId, ChargePeriodStart, BilledCost, EffectiveCost, ListCost, ContractedCost, "
+                           f"PricingQuantity, ConsumedQuantity, AllocatedMethodDetails, ListUnitPrice, SkuId "
+                           f"FROM '{f13}' WHERE AllocatedMethodId IS NOT NULL").fetchall()
+    origins = {(r[0], r[1]): r[2:] for r in duckdb.sql(
+        f"SELECT ResourceId, ChargePeriodStart, BilledCost, EffectiveCost, ListCost, ContractedCost, PricingQuantity, "
+        f"ConsumedQuantity, ListUnitPrice, SkuId FROM '{f12}' WHERE x_Source = 'self_hosted'").fetchall()}
+    assert len(allocated) > len(origins) > 0
+    sums: dict = {}
+    for node, day, *money_qty, details, unit_price, sku in allocated:
+        key = (node, day)
+        assert (unit_price, sku) == origins[key][6:]
+        doc = json.loads(details, parse_float=D)
+        assert list(doc) == ["Elements"] and isinstance(doc["Elements"], list) and len(doc["Elements"]) == 1
+        (element,) = doc["Elements"]
+        assert set(element) <= {"AllocatedRatio", "UsageQuantity", "UsageUnit"} and isinstance(element["AllocatedRatio"], D)
+        acc = sums.setdefault(key, [D(0)] * 7)
+        for i, v in enumerate([*money_qty, element["AllocatedRatio"]]):
+            acc[i] += v
+    assert set(sums) == set(origins)  # every demo node-day has calls: all are allocated
+    for key, acc in sums.items():
+        assert tuple(acc[:6]) == origins[key][:6], key
+        assert acc[6] == 1, key
