@@ -81,6 +81,12 @@ def landed(spark, tmp_path_factory):  # noqa: ANN001, ANN201
     (req / "pricing_calls.jsonl").write_text("\n".join(json.dumps(c) for c in pr.CALLS) + "\n")
     (req / "pricing_batch_output.jsonl").write_text(json.dumps(pr.OPENAI_BATCH) + "\n")
     (req / "pricing_msgbatch_results.2026-07-30.jsonl").write_text(json.dumps(pr.ANTHROPIC_BATCH) + "\n")
+    # issue 24: Bedrock / Vertex AI / Gemini / Azure calls and their endpoints.csv (the newest catalog file of its
+    # kind, so it is the one in force): the provider families, profile ids, ARNs, data zones and provisioned calls
+    from tests import test_cloud_pricing as cp  # noqa: PLC0415
+
+    (req / "zz_cloud_calls.jsonl").write_text("\n".join(json.dumps(c) for c in cp.CALLS) + "\n")
+    (landing / "catalog" / "zz_endpoints.csv").write_text(cp.ENDPOINTS)
     con, target, equal = _both_engines(spark, landing, root, "cx")
     yield con, target, equal, len(cases)
     con.close()
@@ -119,3 +125,19 @@ def test_pricing_rules_hand_worked_costs_come_out_of_spark(landed, spark):
     (row,) = spark.sql(f"SELECT calls, cost_usd, cost_at_standard_usd, premium_usd FROM {target.table('marts.price_basis_mix')} "
                        "WHERE model = 'o3' AND price_basis = 'flex' AND day = DATE '2026-07-30'").collect()
     assert tuple(row) == (1, D("0.019"), D("0.038"), D("-0.019"))
+
+
+def test_cloud_calls_are_priced_the_same_on_spark(landed, spark):
+    """The hand-worked costs of tests/test_cloud_pricing.py (Bedrock profile ids and ARNs, Vertex AI, the
+    Gemini API, Azure data zones and deployments, provisioned calls) out of Spark's own core.call_costs."""
+    from tests.test_cloud_pricing import EXPECTED  # noqa: PLC0415
+
+    _con, target, _equal, _n = landed
+    ids = ", ".join(f"'{r}'" for r in EXPECTED)
+    got = {r[0]: tuple(r[1:]) for r in spark.sql(
+        f"SELECT request_id, provider, price_model, cost_usd, price_basis FROM {target.table('core.call_costs')} "
+        f"WHERE request_id IN ({ids})").collect()}
+    assert set(got) == set(EXPECTED)
+    for rid, (provider, price_model, cost, basis) in EXPECTED.items():
+        assert got[rid][:2] == (provider, price_model), rid
+        assert abs(got[rid][2] - D(cost)) <= D("1e-9") and got[rid][3] == basis, rid

@@ -51,10 +51,10 @@ CREATE OR REPLACE MACRO core.logged_model(m) AS
 -- A Bedrock model id without its cross-region inference-profile prefix ('us.', 'eu.', 'apac.',
 -- 'jp.', 'au.', 'global.', 'us-gov.', 'ca.'): 'us.anthropic.claude-...' -> 'anthropic.claude-...'.
 CREATE OR REPLACE MACRO core.bedrock_base_model(m) AS
-    regexp_replace(m, '^(us|eu|apac|jp|au|global|us-gov|ca|sa|me|mx)\.', '');
+    regexp_replace(m, '^(us|eu|apac|jp|au|global|us-gov|ca|sa|me|mx)[.]', '');
 
 -- A Bedrock model name without profile prefix and vendor: 'us.anthropic.claude-sonnet-4-5-20250929-v1:0'
 -- -> 'claude-sonnet-4-5-20250929-v1:0' (the name OpenLLMetry's Bedrock spans report).
 CREATE OR REPLACE MACRO core.bedrock_model_name(m) AS
     regexp_replace(core.bedrock_base_model(m),
-                   '^(anthropic|amazon|meta|mistral|cohere|ai21|deepseek|openai|qwen|writer|twelvelabs|stability|luma|moonshot|minimax|google|nvidia)\.', '');
+                   '^(anthropic|amazon|meta|mistral|cohere|ai21|deepseek|openai|qwen|writer|twelvelabs|stability|luma|moonshot|minimax|google|nvidia)[.]', '');
