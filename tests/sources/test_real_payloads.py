@@ -1,6 +1,8 @@
-"""Real payloads (issue 24, item 7): response bodies recorded by public SDK and instrumentation test
-suites (and a few constructed from the providers' documentation where no recording exists), landed
-as thinktax's request lines, run through the real pipeline with the real 2026-07-24 LiteLLM sheet.
+"""Provider payloads (issue 24, item 7): response bodies constructed from the providers' public API
+documentation (each file's documentation pages and field meanings in
+tests/fixtures/real/payloads/README.md), landed as thinktax's request lines, run through the real
+pipeline with the real 2026-07-24 LiteLLM sheet. Bodies recorded by public test suites may only
+enter the repository through shared/ (the workplace's rule on fetched repositories): none is here.
 
 For every payload of tests/fixtures/real/payloads/manifest.json:
 * the six buckets in core.calls equal the ones derived from the body by the provider's documented
@@ -13,7 +15,7 @@ For every payload of tests/fixtures/real/payloads/manifest.json:
 * nothing is quarantined or unpriced; a Vertex AI PROVISIONED_THROUGHPUT call costs 0 per token
   with price_basis 'provisioned' and is counted in marts.provisioned_usage with what it would have
   cost on demand.
-Provenance of each body: tests/fixtures/real/payloads/README.md and NOTICE.
+Provenance of each body: tests/fixtures/real/payloads/README.md.
 """
 
 from __future__ import annotations
