@@ -38,7 +38,7 @@ the instrumentations people run write instead:
   completion (T in it): buckets uncached I-R-W, cached R, write W, thinking T, output O-T. Where I
   excludes the cache: uncached I. Where O excludes the reasoning: output O. Read from each package's
   code (the versions of tools/otel-instrumentations.txt; tests/test_otel_instrumentations.py runs
-  them against recorded bodies):
+  them against provider response bodies):
 
   ========================================  ==========  ===========================================  ====================
   instrumentation (scope name)              version     where I read it                              I includes R, W? O includes T?

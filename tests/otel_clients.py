@@ -5,7 +5,7 @@ with the real OTLP/HTTP exporter to the test's receiver.
     python tests/otel_clients.py INSTRUMENTATION STUB_URL OTLP_URL CALL[,CALL...]
 
 A CALL is ``client:body``: the client (openai, anthropic, gemini, converse, invoke, pydantic_openai,
-pydantic_anthropic) and the recorded body (tests/fixtures/real/otel_bodies/<body>.json) the stub
+pydantic_anthropic) and the response body (tests/fixtures/real/otel_bodies/<body>.json) the stub
 returns for it: the body's name is the first segment of the URL path each client is pointed at.
 """
 
@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 MODELS = {  # the request model of each body (the response names its own)
-    "openai_chat_cached_reasoning": "x-ai/grok-4",
+    "openai_chat_cached_reasoning": "o4-mini",
     "anthropic_messages_cache_read_write": "claude-sonnet-4-5",
     "anthropic_messages_thinking": "claude-sonnet-4-5",
     "gemini_generate_content_cached_thoughts": "gemini-2.5-flash",

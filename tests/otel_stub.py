@@ -1,6 +1,6 @@
 """The two local servers of tests/test_otel_instrumentations.py, each on 127.0.0.1 and a free port.
 
-* Stub: answers every POST with the recorded body tests/fixtures/real/otel_bodies/<first path
+* Stub: answers every POST with the response body tests/fixtures/real/otel_bodies/<first path
   segment>.json (so a client pointed at ``<stub>/<body>`` gets that body) and notes which body it
   served.
 * Receiver: an OTLP/HTTP trace endpoint (``POST <receiver>/<name>/v1/traces``, protobuf): each
@@ -88,14 +88,14 @@ class _StubHandler(_Quiet):
         name = self.path.lstrip("/").split("/", 1)[0]
         f = BODIES / f"{name}.json"
         if not f.is_file():
-            self._send(404, b'{"error": "no recorded body ' + name.encode() + b'"}', "application/json")
+            self._send(404, b'{"error": "no response body ' + name.encode() + b'"}', "application/json")
             return
         self.server.owner.served.append((name, self.path))
         data = f.read_bytes()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        headers = BODIES / f"{name}.headers.json"  # response headers recorded with the body
+        headers = BODIES / f"{name}.headers.json"  # response headers sent with the body
         for k, v in (json.loads(headers.read_text()) if headers.is_file() else {}).items():
             self.send_header(k, v)
         self.end_headers()

@@ -270,10 +270,10 @@ def test_openinference_llm_span_is_a_model_call_and_its_agent_span_is_not(tmp_pa
 
 def test_pydantic_ai_usage_details(tmp_path):
     rows, _ = _one({"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "o3",
-                    "gen_ai.usage.input_tokens": 687, "gen_ai.usage.output_tokens": 240,
-                    "gen_ai.usage.cache_read.input_tokens": 682, "gen_ai.usage.details.cache_read_tokens": 682,
-                    "gen_ai.usage.details.reasoning_tokens": 165}, scope="pydantic-ai", tmp_path=tmp_path)
-    assert rows == [("openai", "o3", 5, 682, 0, 165, 75)]
+                    "gen_ai.usage.input_tokens": 1930, "gen_ai.usage.output_tokens": 466,
+                    "gen_ai.usage.cache_read.input_tokens": 1792, "gen_ai.usage.details.cache_read_tokens": 1792,
+                    "gen_ai.usage.details.reasoning_tokens": 384}, scope="pydantic-ai", tmp_path=tmp_path)
+    assert rows == [("openai", "o3", 138, 1792, 0, 384, 82)]
 
 
 @pytest.mark.parametrize("scope, want", [
@@ -298,10 +298,10 @@ def test_instrumentations_whose_input_excludes_the_cache(tmp_path, scope, want):
 def test_openlit_gemini_output_excludes_the_thoughts(tmp_path):
     # openlit: output = candidatesTokenCount, gen_ai.usage.reasoning_tokens = thoughtsTokenCount beside it
     attrs = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "gemini", "gen_ai.request.model": "gemini-2.5-flash",
-             "gen_ai.usage.input_tokens": 17713, "gen_ai.usage.cache_read.input_tokens": 17379,
-             "gen_ai.usage.output_tokens": 68, "gen_ai.usage.reasoning_tokens": 821}
+             "gen_ai.usage.input_tokens": 12410, "gen_ai.usage.cache_read.input_tokens": 11264,
+             "gen_ai.usage.output_tokens": 57, "gen_ai.usage.reasoning_tokens": 612}
     rows, _ = _one(attrs, scope="openlit.instrumentation.google_ai_studio", tmp_path=tmp_path / "a")
-    assert rows == [("gemini", "gemini-2.5-flash", 334, 17379, 0, 821, 68)]
-    # the same attributes from OpenLLMetry (reasoning part of the output): 821 > 68 is quarantined
+    assert rows == [("gemini", "gemini-2.5-flash", 1146, 11264, 0, 612, 57)]
+    # the same attributes from OpenLLMetry (reasoning part of the output): 612 > 57 is quarantined
     rows, q = _one(attrs, scope="opentelemetry.instrumentation.openai", tmp_path=tmp_path / "b")
     assert rows == [] and q[0][0] == "gen_ai.usage.reasoning.output_tokens"

@@ -3,11 +3,11 @@
 Each instrumentation (tools/otel-instrumentations.txt, installed into .thinktax/otel-venv by the
 session fixture below) runs in its own subprocess (tests/otel_clients.py): the real openai,
 anthropic, google-genai and boto3 clients call a stub HTTP server on 127.0.0.1 that returns response
-bodies recorded by public test suites (tests/fixtures/real/otel_bodies/, README there), and the real
-OTLP/HTTP exporter sends the spans to a receiver on 127.0.0.1 that writes them as the Collector's
-file exporter does (tests/otel_stub.py). Each instrumentation's file is ingested by thinktax into a
-warehouse of its own (the same recorded body is sent under several instrumentations, with the same
-response id) and every bucket of every call is compared with the body the stub returned.
+bodies written from the providers' API documentation (tests/fixtures/real/otel_bodies/, README
+there), and the real OTLP/HTTP exporter sends the spans to a receiver on 127.0.0.1 that writes them
+as the Collector's file exporter does (tests/otel_stub.py). Each instrumentation's file is ingested
+by thinktax into a warehouse of its own (the same body is sent under several instrumentations, with
+the same response id) and every bucket of every call is compared with the body the stub returned.
 
 What the body says (independently of any instrumentation):
 * OpenAI chat: uncached = prompt_tokens - cached_tokens, cached = cached_tokens, thinking =
