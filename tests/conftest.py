@@ -4,6 +4,8 @@ tests/test_costs_hand_worked.py, and helpers to run the pipeline on a temporary 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -76,6 +78,21 @@ def build_warehouse(landing: Path, warehouse: Path, config: Config | None = None
     summary = Ingestor(con, landing, now=NOW).ingest()
     build_all(con)
     return con, summary
+
+
+REAL_SHEET = Path(__file__).resolve().parents[1] / "data" / "real" / "litellm" / "model_prices_and_context_window.2026-07-24.json"
+
+
+def real_sheet_landing(root: Path, requests: dict[str, list[dict]], sheet: Path = REAL_SHEET) -> Path:
+    """A landing folder under ``root`` with the real LiteLLM sheet of 2026-07-24 in prices/llm/ and each
+    ``requests`` file (name -> its JSON records, a line each) in telemetry/requests/; returns it."""
+    landing = root / "landing"
+    (landing / "prices" / "llm").mkdir(parents=True)
+    (landing / "telemetry" / "requests").mkdir(parents=True)
+    shutil.copyfile(sheet, landing / "prices" / "llm" / sheet.name)
+    for name, records in requests.items():
+        (landing / "telemetry" / "requests" / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    return landing
 
 
 @pytest.fixture(autouse=True)

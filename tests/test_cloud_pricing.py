@@ -13,15 +13,13 @@ would have cost on demand), and the reasons unpriced calls get.
 
 from __future__ import annotations
 
-import json
-import shutil
 from decimal import Decimal
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from tests.conftest import build_warehouse
+from tests.conftest import build_warehouse, real_sheet_landing
 
 REPO = Path(__file__).resolve().parents[1]
 SHEET = REPO / "data" / "real" / "litellm" / "model_prices_and_context_window.2026-07-24.json"
@@ -134,12 +132,8 @@ EXPECTED = {  # request id -> (provider, price_model, cost_usd, price_basis)
 @pytest.fixture(scope="module")
 def wh(tmp_path_factory) -> duckdb.DuckDBPyConnection:
     root = tmp_path_factory.mktemp("clouds")
-    landing = root / "landing"
-    (landing / "telemetry" / "requests").mkdir(parents=True)
-    (landing / "prices" / "llm").mkdir(parents=True)
-    (landing / "catalog").mkdir(parents=True)
-    shutil.copy(SHEET, landing / "prices" / "llm" / SHEET.name)
-    (landing / "telemetry" / "requests" / "clouds.jsonl").write_text("\n".join(json.dumps(c) for c in CALLS) + "\n")
+    landing = real_sheet_landing(root, {"clouds.jsonl": CALLS}, SHEET)
+    (landing / "catalog").mkdir()
     (landing / "catalog" / "endpoints.csv").write_text(ENDPOINTS)
     con, summary = build_warehouse(landing, root / "w.duckdb")
     yield con

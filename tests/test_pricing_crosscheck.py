@@ -24,13 +24,12 @@ from __future__ import annotations
 import json
 import random
 import re
-import shutil
 from decimal import Decimal as D
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import build_warehouse
+from tests.conftest import build_warehouse, real_sheet_landing
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "litellm" / "model_prices_and_context_window.2026-07-24.json"
 SHEET = json.loads(REAL.read_text(), parse_float=D)
@@ -219,12 +218,8 @@ def generate(rng: random.Random) -> list[tuple[dict, dict, str, str]]:
 @pytest.fixture(scope="module")
 def priced(tmp_path_factory):
     root = tmp_path_factory.mktemp("crosscheck")
-    landing = root / "landing"
-    (landing / "prices" / "llm").mkdir(parents=True)
-    (landing / "telemetry" / "requests").mkdir(parents=True)
-    shutil.copyfile(REAL, landing / "prices" / "llm" / REAL.name)
     calls = generate(random.Random(14))
-    (landing / "telemetry" / "requests" / "calls.jsonl").write_text("\n".join(json.dumps(c[0]) for c in calls) + "\n")
+    landing = real_sheet_landing(root, {"calls.jsonl": [c[0] for c in calls]}, REAL)
     con, summary = build_warehouse(landing, root / "wh" / "thinktax.duckdb")
     bad = con.sql("SELECT line, field, reason FROM ops.quarantine q JOIN ops.ingested_files f USING (file_id) "
                   "WHERE f.file LIKE 'telemetry/%'").fetchall()

@@ -25,14 +25,12 @@ over 200k tokens bills the whole request at the long-context rates; OpenAI regio
 
 from __future__ import annotations
 
-import json
-import shutil
 from decimal import Decimal as D
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import build_warehouse
+from tests.conftest import build_warehouse, real_sheet_landing
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "litellm" / "model_prices_and_context_window.2026-07-24.json"
 TS = "2026-07-30T12:00:00Z"
@@ -204,14 +202,9 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def con(tmp_path_factory):
     root = tmp_path_factory.mktemp("pricing")
-    landing = root / "landing"
-    (landing / "prices" / "llm").mkdir(parents=True)
-    (landing / "telemetry" / "requests").mkdir(parents=True)
-    shutil.copyfile(REAL, landing / "prices" / "llm" / REAL.name)
+    landing = real_sheet_landing(root, {"calls.jsonl": CALLS, "batch_output.jsonl": [OPENAI_BATCH],
+                                        "msgbatch_results.2026-07-30.jsonl": [ANTHROPIC_BATCH]}, REAL)
     (landing / "prices" / "llm" / "acme.2026-07-01.csv").write_text(CSV)
-    (landing / "telemetry" / "requests" / "calls.jsonl").write_text("\n".join(json.dumps(c) for c in CALLS) + "\n")
-    (landing / "telemetry" / "requests" / "batch_output.jsonl").write_text(json.dumps(OPENAI_BATCH) + "\n")
-    (landing / "telemetry" / "requests" / "msgbatch_results.2026-07-30.jsonl").write_text(json.dumps(ANTHROPIC_BATCH) + "\n")
     c, summary = build_warehouse(landing, root / "wh" / "thinktax.duckdb")
     assert summary.total("rows_quarantined") == 16  # the LiteLLM snapshot's own 16 bad entries, nothing of ours
     yield c

@@ -21,13 +21,12 @@ Provenance of each body: tests/fixtures/real/payloads/README.md.
 from __future__ import annotations
 
 import json
-import shutil
 from decimal import Decimal as D
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import build_warehouse
+from tests.conftest import build_warehouse, real_sheet_landing
 from tests.independent_pricer import BUCKETS, SHEET_PATH, Buckets, load_sheet, on_demand_price, price, thinking_price
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "payloads"
@@ -56,12 +55,7 @@ def buckets(p: dict) -> Buckets:
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory):
     root = tmp_path_factory.mktemp("real_payloads")
-    landing = root / "landing"
-    (landing / "prices" / "llm").mkdir(parents=True)
-    (landing / "telemetry" / "requests").mkdir(parents=True)
-    shutil.copyfile(SHEET_PATH, landing / "prices" / "llm" / SHEET_PATH.name)
-    (landing / "telemetry" / "requests" / "real_payloads.jsonl").write_text(
-        "".join(json.dumps(landing_line(p)) + "\n" for p in MANIFEST))
+    landing = real_sheet_landing(root, {"real_payloads.jsonl": [landing_line(p) for p in MANIFEST]}, SHEET_PATH)
     con, _summary = build_warehouse(landing, root / "wh" / "thinktax.duckdb")
     cols = ", ".join(BUCKETS)
     calls = {r[0]: dict(zip(BUCKETS, r[1:])) for r in con.sql(
