@@ -36,7 +36,7 @@ class Alert:
 
 @dataclass(frozen=True)
 class Forecast:
-    horizon_months: int = 6  # marts.spend_forecast: months forecast after the last day with data
+    horizon_months: int = 12  # marts.spend_forecast: months forecast after the last day with data
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ DEPLOYMENT_OFFERS = "marts.deployment_offers"
 PEAK_CAPACITY = "marts.peak_capacity"
 SUBSTITUTION_BREAKEVEN = "marts.substitution_breakeven"
 BREAKEVEN_OUTLOOK = "marts.breakeven_outlook"
-DEFAULT_HORIZON_MONTHS = 6
+DEFAULT_HORIZON_MONTHS = 12
 PEAK_WINDOW_DAYS = 30
 
 SPEND_FORECAST_SCHEMA = pa.schema([
