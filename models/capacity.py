@@ -1,0 +1,89 @@
+"""Replicas for bursty reasoning load: a FIFO multi-server queue replayed on observed arrivals.
+
+Why a simulation: a reasoning call's service time is its generated tokens (thinking + output), and
+thinking is heavy-tailed (five steps or five hundred), while arrivals come in bursts. Peak
+concurrency (marts.peak_capacity) sizes for the calls the API held in flight at once; it says
+nothing about how long a call would wait for a free KV slot on our own GPUs when a burst of long
+thinkers arrives. So the busiest observed hours are replayed through the deployment:
+
+* a replica (one deployment) has ``slots`` KV slots: the calls of the p95 profile it holds at once
+  (models.sizing); ``replicas`` replicas are ``servers = replicas x slots`` slots, served first come
+  first served from one queue (a router that sends each call to the first free slot);
+* a call holds its slot for ``service_seconds = generated_tokens x seconds_per_token``, where
+  ``seconds_per_token`` is the full-batch pace of the p50 profile: one call's share of the
+  deployment's cycle, ``slots x 60 / calls_per_minute / generated tokens of the p50 profile``
+  (calls_per_minute given in deployments.csv, else models.throughput's estimate at that batch) —
+  conservative: a less than full batch decodes faster;
+* its queueing delay is ``start - arrival``, start = max(arrival, the earliest time a slot frees):
+  the Kiefer-Wolfowitz recursion, one heap of slot free-times (heapq), O(calls x log servers);
+* the p95 / p99 delay is the nearest-rank percentile over every replayed call.
+
+``replicas_for`` returns the smallest replica count whose percentile delay is at most the target,
+searching upwards from the offered-load bound ``ceil(sum(service) / (hour x slots))`` (fewer
+replicas cannot keep up on average); the delay never grows with more servers (same arrivals, same
+order), so the first count that meets the target is the smallest. The loop is Python over the
+replayed calls (a few thousand per hour, ``MAX_CALLS`` at most: the busiest hours are replayed, not
+the whole history); there are no random draws, so the same calls give the same plan (deterministic
+by construction; a tie in arrival time keeps the calls' order, the call id in the SQL).
+
+Worked (tests/test_capacity.py): 8 calls at t = 0 (4 of 100 s, 4 of 10 s, alternating) and 12
+isolated 10 s calls, 2 slots per replica, target 15 s at p95: 2 slots give waits up to 210 s (p95 =
+the 19th of 20 = 120 s), 4 slots 20 s, 6 slots 10 s -> 3 replicas.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+MAX_CALLS = 200_000
+MAX_REPLICAS = 10_000
+
+
+def queue_waits(arrivals: np.ndarray, service: np.ndarray, servers: int) -> np.ndarray:
+    """Queueing delay of each call (arrival order as given, sorted stably by arrival) at ``servers`` FIFO slots."""
+    order = np.argsort(arrivals, kind="stable")
+    a = np.asarray(arrivals, dtype=float)[order]
+    s = np.asarray(service, dtype=float)[order]
+    if servers < 1:
+        raise ValueError("servers must be >= 1")
+    free = [-math.inf] * min(servers, len(a))  # slot free-times (a heap); more slots than calls never matter
+    waits = np.empty(len(a))
+    for i in range(len(a)):
+        f = heapq.heappop(free)
+        start = a[i] if a[i] >= f else f
+        waits[i] = start - a[i]
+        heapq.heappush(free, start + s[i])
+    out = np.empty(len(a))
+    out[order] = waits
+    return out
+
+
+def nearest_rank(values: np.ndarray, q: float) -> float:
+    """The nearest-rank q-quantile: the ceil(q x n)-th smallest value (0 for no values)."""
+    if len(values) == 0:
+        return 0.0
+    v = np.sort(values)
+    return float(v[max(math.ceil(q * len(v)), 1) - 1])
+
+
+def delay_percentile(groups: list[tuple[np.ndarray, np.ndarray]], servers: int, q: float) -> float:
+    """The q-quantile delay over every call of every replayed hour (each hour starts empty)."""
+    waits = [queue_waits(a, s, servers) for a, s in groups if len(a)]
+    return nearest_rank(np.concatenate(waits) if waits else np.array([]), q)
+
+
+def replicas_for(groups: list[tuple[np.ndarray, np.ndarray]], slots: int, target_seconds: float, q: float,
+                 hour_seconds: float = 3600.0) -> tuple[int, float]:
+    """(smallest replicas whose q-quantile delay <= target, that delay); see the module docstring."""
+    if slots < 1:
+        raise ValueError("slots must be >= 1")
+    load = max((float(np.sum(s)) / hour_seconds for _, s in groups), default=0.0)
+    n = max(1, math.ceil(load / slots))
+    while True:
+        d = delay_percentile(groups, n * slots, q)
+        if d <= target_seconds or n >= MAX_REPLICAS:
+            return n, d
+        n += 1

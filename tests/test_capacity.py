@@ -1,0 +1,55 @@
+"""models/capacity.py: a hand-built hour of calls whose queueing delays are worked by hand, and the
+plan's replica count the smallest that meets the target (one fewer fails it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models.capacity import delay_percentile, nearest_rank, queue_waits, replicas_for
+
+# One hour. A burst at t = 0 of 8 calls in this order: long (10,000 generated tokens), short (1,000),
+# long, short, ... at 0.01 s a token: 100 s and 10 s. Then 12 isolated short calls (10 s) at t = 300,
+# 550, ..., 3,050 s, when every slot is free again: they never wait. 20 calls; nearest-rank p95 =
+# the ceil(0.95 x 20) = 19th smallest wait (the 2nd largest), p99 = the 20th (the largest).
+ARRIVALS = np.array([0.0] * 8 + [300.0 + 250 * k for k in range(12)])
+SERVICE = np.array([100.0, 10.0] * 4 + [10.0] * 12)
+# By hand, FIFO, each call to the slot that frees first:
+#  2 slots: L1 0-100, S1 0-10, L2 10-110 (waits 10), S2 100-110 (100), L3 110-210 (110), S3 110-120
+#           (110), L4 120-220 (120), S4 210-220 (210)             -> p95 = 120, p99 = 210
+#  4 slots: L1, S1, L2, S2 at 0; L3 10-110 (10), S3 10-20 (10), L4 20-120 (20), S4 100-110 (100)
+#                                                                  -> p95 = 20,  p99 = 100
+#  6 slots: six at 0; L4 10-110 (10), S4 10-20 (10)                -> p95 = 10,  p99 = 10
+#  8 slots: nobody waits                                           -> 0
+BURST_WAITS = {2: [0, 0, 10, 100, 110, 110, 120, 210], 4: [0, 0, 0, 0, 10, 10, 20, 100], 6: [0] * 6 + [10, 10], 8: [0] * 8}
+HOUR = [(ARRIVALS, SERVICE)]
+
+
+@pytest.mark.parametrize("servers", [2, 4, 6, 8])
+def test_queue_waits_of_the_burst_match_the_hand_worked_replay(servers):
+    waits = queue_waits(ARRIVALS, SERVICE, servers)
+    assert waits[:8].tolist() == BURST_WAITS[servers]
+    assert waits[8:].tolist() == [0.0] * 12
+
+
+def test_the_plan_is_the_smallest_replica_count_that_meets_the_target():
+    # 2 slots per replica. Target 15 s at p95: 1 replica (2 slots) 120 s, 2 replicas (4 slots) 20 s > 15,
+    # 3 replicas (6 slots) 10 s <= 15 -> 3; and 2 fails it.
+    n, d = replicas_for(HOUR, slots=2, target_seconds=15, q=0.95)
+    assert (n, d) == (3, 10.0)
+    assert delay_percentile(HOUR, (n - 1) * 2, 0.95) == 20.0 > 15
+    # target 30 s: p95 is met by 2 replicas (20 s; 1 replica: 120 s), p99 needs 3 (4 slots: 100 s)
+    assert replicas_for(HOUR, 2, 30, 0.95) == (2, 20.0)
+    assert delay_percentile(HOUR, 2, 0.95) == 120.0 > 30
+    assert replicas_for(HOUR, 2, 30, 0.99) == (3, 10.0)
+    assert delay_percentile(HOUR, 4, 0.99) == 100.0 > 30
+
+
+def test_offered_load_bound_and_nearest_rank():
+    # 36 calls of 1,000 s in one hour need 36,000 / 3,600 = 10 busy slots on average: with 4 slots a
+    # replica the search starts at ceil(10 / 4) = 3 replicas (fewer cannot keep up)
+    a = np.linspace(0, 3500, 36)
+    s = np.full(36, 1000.0)
+    n, _ = replicas_for([(a, s)], slots=4, target_seconds=1e9, q=0.95)
+    assert n == 3
+    assert nearest_rank(np.arange(1, 21, dtype=float), 0.95) == 19.0 and nearest_rank(np.array([]), 0.95) == 0.0
