@@ -9,19 +9,19 @@ thinkers arrives. So the busiest observed hours are replayed through the deploym
 * a replica (one deployment) has ``slots`` KV slots: the calls of the p95 profile it holds at once
   (models.sizing); ``replicas`` replicas are ``servers = replicas x slots`` slots, served first come
   first served from one queue (a router that sends each call to the first free slot);
-* a call holds its slot for ``service_seconds = generated_tokens x seconds_per_token``, where
-  ``seconds_per_token`` is the full-batch pace of the p50 profile: one call's share of the
-  deployment's cycle, ``slots x 60 / calls_per_minute / generated tokens of the p50 profile``
-  (calls_per_minute given in deployments.csv, else models.throughput's estimate at that batch) —
-  conservative: a less than full batch decodes faster;
+* a call holds its slot for ``service_seconds = (generated_tokens x t_step + slots x t_prefill) x k``:
+  models.throughput's cycle at a full batch (``slots`` calls in flight, the decode step at the p50
+  profile's mean context, every call in the batch prefilled once per cycle) for that call's own
+  thinking + output tokens; ``k`` = estimated / given calls_per_minute when deployments.csv gives
+  one (the p50 call then takes exactly ``slots x 60 / calls_per_minute``), else 1. Conservative: a
+  batch less than full decodes faster;
 * its queueing delay is ``start - arrival``, start = max(arrival, the earliest time a slot frees):
   the Kiefer-Wolfowitz recursion, one heap of slot free-times (heapq), O(calls x log servers);
 * the p95 / p99 delay is the nearest-rank percentile over every replayed call.
 
-``replicas_for`` returns the smallest replica count whose percentile delay is at most the target,
-searching upwards from the offered-load bound ``ceil(sum(service) / (hour x slots))`` (fewer
-replicas cannot keep up on average); the delay never grows with more servers (same arrivals, same
-order), so the first count that meets the target is the smallest. The loop is Python over the
+``replicas_for`` returns the smallest replica count whose percentile delay is at most the target:
+the delay never grows with more slots (same arrivals, same order), so a galloping search (1, 2, 4,
+... then bisection) finds it in O(log replicas) replays. The loop is Python over the
 replayed calls (a few thousand per hour, ``MAX_CALLS`` at most: the busiest hours are replayed, not
 the whole history); there are no random draws, so the same calls give the same plan (deterministic
 by construction; a tie in arrival time keeps the calls' order, the call id in the SQL).
@@ -75,15 +75,30 @@ def delay_percentile(groups: list[tuple[np.ndarray, np.ndarray]], servers: int, 
     return nearest_rank(np.concatenate(waits) if waits else np.array([]), q)
 
 
-def replicas_for(groups: list[tuple[np.ndarray, np.ndarray]], slots: int, target_seconds: float, q: float,
-                 hour_seconds: float = 3600.0) -> tuple[int, float]:
-    """(smallest replicas whose q-quantile delay <= target, that delay); see the module docstring."""
+def replicas_for(groups: list[tuple[np.ndarray, np.ndarray]], slots: int, target_seconds: float, q: float
+                 ) -> tuple[int, float]:
+    """(smallest replicas whose q-quantile delay <= target, that delay); see the module docstring.
+
+    The delay never grows with more slots, so the search gallops (1, 2, 4, ... replicas) to the first
+    count that meets the target and bisects back between it and the last that did not: O(log n) replays.
+    """
     if slots < 1:
         raise ValueError("slots must be >= 1")
-    load = max((float(np.sum(s)) / hour_seconds for _, s in groups), default=0.0)
-    n = max(1, math.ceil(load / slots))
-    while True:
-        d = delay_percentile(groups, n * slots, q)
-        if d <= target_seconds or n >= MAX_REPLICAS:
-            return n, d
-        n += 1
+    delays: dict[int, float] = {}
+
+    def delay(n: int) -> float:
+        if n not in delays:
+            delays[n] = delay_percentile(groups, n * slots, q)
+        return delays[n]
+
+    hi = 1
+    while delay(hi) > target_seconds and hi < MAX_REPLICAS:
+        hi = min(hi * 2, MAX_REPLICAS)
+    lo = hi // 2  # fails the target (or 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if delay(mid) <= target_seconds:
+            hi = mid
+        else:
+            lo = mid
+    return hi, delay(hi)

@@ -45,11 +45,20 @@ def test_the_plan_is_the_smallest_replica_count_that_meets_the_target():
     assert delay_percentile(HOUR, 4, 0.99) == 100.0 > 30
 
 
-def test_offered_load_bound_and_nearest_rank():
-    # 36 calls of 1,000 s in one hour need 36,000 / 3,600 = 10 busy slots on average: with 4 slots a
-    # replica the search starts at ceil(10 / 4) = 3 replicas (fewer cannot keep up)
-    a = np.linspace(0, 3500, 36)
-    s = np.full(36, 1000.0)
-    n, _ = replicas_for([(a, s)], slots=4, target_seconds=1e9, q=0.95)
-    assert n == 3
+def test_the_galloping_search_finds_what_a_linear_search_finds_on_a_bursty_heavy_tailed_hour():
+    # 600 calls in bursts (Poisson bursts of 10) with log-normal thinking (median 2,000 tokens, sigma 1.2) at
+    # 0.02 s a token, 4 slots a replica: the search must return the first count of 1, 2, 3, ... that meets
+    # each target, and the count before it must fail it
+    rng = np.random.default_rng(7)
+    starts = np.sort(rng.uniform(0, 3600, 60))
+    a = np.repeat(starts, 10) + rng.uniform(0, 5, 600)
+    s = rng.lognormal(np.log(2000), 1.2, 600) * 0.02
+    for target in (0.0, 5.0, 60.0, 600.0):
+        n, d = replicas_for([(a, s)], 4, target, 0.95)
+        linear = next(k for k in range(1, 1000) if delay_percentile([(a, s)], 4 * k, 0.95) <= target)
+        assert n == linear and d <= target
+        assert n == 1 or delay_percentile([(a, s)], 4 * (n - 1), 0.95) > target
+
+
+def test_nearest_rank():
     assert nearest_rank(np.arange(1, 21, dtype=float), 0.95) == 19.0 and nearest_rank(np.array([]), 0.95) == 0.0

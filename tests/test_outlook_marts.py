@@ -191,11 +191,12 @@ def test_offers_rank_every_sheet_row_that_holds_the_deployment_and_use_the_cheap
 def test_spend_forecast_rows_scopes_and_the_stated_fallback(con):
     got = con.sql("SELECT scope, scope_value, serving, count(*), min(month), max(month), any_value(method), "
                   "any_value(history_days) FROM marts.spend_forecast GROUP BY ALL ORDER BY ALL").fetchall()
-    # last day June 10: six months June .. November per series; history from each series' first day with spend
-    six = (6, dt.date(2026, 6, 1), dt.date(2026, 11, 1), "fallback_mean_rate")
-    assert got == [("all", "*", "api", *six, 10), ("model", "api-model", "api", *six, 10),
-                   ("team", "ops", "api", 6, dt.date(2026, 6, 1), dt.date(2026, 11, 1), "fallback_single_day", 1),
-                   ("team", "search", "api", *six, 10)]
+    # last day June 10: twelve months (the default horizon since issue 28) June .. May 2027 per series;
+    # history from each series' first day with spend
+    twelve = (12, dt.date(2026, 6, 1), dt.date(2027, 5, 1), "fallback_mean_rate")
+    assert got == [("all", "*", "api", *twelve, 10), ("model", "api-model", "api", *twelve, 10),
+                   ("team", "ops", "api", 12, dt.date(2026, 6, 1), dt.date(2027, 5, 1), "fallback_single_day", 1),
+                   ("team", "search", "api", *twelve, 10)]
     june = con.sql("SELECT observed_usd, forecast_days, forecast_usd FROM marts.spend_forecast "
                    "WHERE scope = 'model' AND month = DATE '2026-06-01'").fetchall()
     # observed 0.025 in June 1..10; mean 0.0025 a day x 20 days left = 0.05 -> 0.075
@@ -204,3 +205,28 @@ def test_spend_forecast_rows_scopes_and_the_stated_fallback(con):
     ops = con.sql("SELECT forecast_usd, lo95_usd, hi95_usd FROM marts.spend_forecast "
                   "WHERE scope = 'team' AND scope_value = 'ops' AND month = DATE '2026-07-01'").fetchall()
     assert ops == [(D("0.465"), None, None)]  # 0.015 x 31 days
+
+
+def test_capacity_plan_replays_the_busiest_hours_and_the_outlook_pays_for_the_larger(con):
+    from warehouse.outlook import build_capacity_plan, scale  # noqa: PLC0415
+
+    build_capacity_plan(con)
+    got = con.sql("SELECT hours_replayed, calls_replayed, busiest_hour_calls, slots_per_replica, calls_per_minute, "
+                  "seconds_per_generated_token, max_queue_seconds, replicas_p95, p95_queue_seconds, replicas_p99, "
+                  "replicas_needed, gpus_needed, peak_deployments_needed, planned_replicas, sizing_basis "
+                  "FROM marts.capacity_plan").fetchall()
+    # Busiest hours of api-model (most calls started; ties: the later hour): 2026-06-10 10:00 (p1, p2, p3),
+    # then 06-10 12:00 and 06-09 12:00 (one b call each): 3 hours, 5 calls. Slots: the 47 p95 calls of
+    # peak_capacity. d-tiny gives 5 calls/min: the roofline's decode step at 47 calls in flight is scaled
+    # by (estimated / given calls per minute). Whatever the pace, 47 slots hold every call of any replayed
+    # hour at once (at most 3 in one hour): nobody waits -> 1 replica, p95 delay 0
+    from models.throughput import estimate_throughput  # noqa: PLC0415
+    from warehouse.economics import call_profiles, candidates  # noqa: PLC0415
+
+    (cand,) = candidates(con, [])
+    p50 = call_profiles(con)[("api-model", dt.date(2026, 6, 1))]["p50"]
+    est = estimate_throughput(cand.spec, cand.setup, scale(p50, 2, 1), batch=47)
+    spt = est.decode.seconds * est.calls_per_minute / 5
+    assert got == [(3, 5, 3, 47, 5.0, pytest.approx(spt), 10.0, 1, 0.0, 1, 1, 1, 1, 1, "peak_concurrency")]
+    out = con.sql("SELECT deployments_needed, peak_deployments_needed, queue_replicas_needed FROM marts.breakeven_outlook").fetchall()
+    assert out == [(1, 1, 1)]
