@@ -230,3 +230,8 @@ def test_capacity_plan_replays_the_busiest_hours_and_the_outlook_pays_for_the_la
     assert got == [(3, 5, 3, 47, 5.0, pytest.approx(spt), 10.0, 1, 0.0, 1, 1, 1, 1, 1, "peak_concurrency")]
     out = con.sql("SELECT deployments_needed, peak_deployments_needed, queue_replicas_needed FROM marts.breakeven_outlook").fetchall()
     assert out == [(1, 1, 1)]
+    from thinktax import report  # noqa: PLC0415
+
+    html = report.build_html(con)
+    assert "Capacity plan for bursty reasoning load" in html and "peak_concurrency" in html
+    assert "runner-up" in html
