@@ -59,8 +59,12 @@ Short history (stated in ``method``, never a silent zero or a confident flat lin
     2 .. 13 days              'fallback_mean_rate': mean daily spend m, sample sd s over n days;
                               a month of D future days: m x D +- z x sqrt(D x s^2 + (D x s)^2 / n)
                               (day-to-day noise plus the uncertainty of the mean), floored at 0
-    14 days .. < 3 full months  'fallback_drift': drift on trailing 7-day blocks (the last
-                              block's daily rate plus the mean block-to-block change, per day),
+    14 days .. < 3 full months  'fallback_drift': drift on trailing 7-day blocks: the last
+                              block's daily rate plus the mean block-to-block change per day
+                              since the last level shift (a block change more than 5 scaled
+                              MADs from the median change and above 20 % of the rate: a price
+                              cut is a new level, not a trend that runs spend to 0; no block
+                              after it: no drift),
                               with a wide interval: relative sd max(``FALLBACK_REL_SD`` (20 %)
                               x sqrt(h), the drift's own) — no backtest is possible
 
@@ -102,6 +106,7 @@ SEED = 20261203
 Z80, Z95 = 1.2815515655446004, 1.959963984540054
 REL_SD_FLOOR = 0.03
 FALLBACK_REL_SD = 0.20
+SHIFT_MADS, SHIFT_SHARE = 5.0, 0.20   # fallback_drift: a block change this far out is a level shift
 DAMPING_BOUNDS = (0.8, 1.0)
 
 
@@ -497,13 +502,19 @@ def _backtest(first_day: dt.date, y: np.ndarray, full: list[dt.date], totals: np
 
 
 def _drift_fallback(y: np.ndarray, t: Targets) -> Pred:
-    """'fallback_drift': trailing 7-day blocks, the last block's daily rate plus the mean change per day."""
+    """'fallback_drift' (module docstring): trailing 7-day blocks, the last block's daily rate plus the
+    mean block-to-block change since the last level shift, per day."""
     b = len(y) // 7
     rates = y[len(y) - 7 * b:].reshape(b, 7).mean(axis=1)
-    c = (rates[-1] - rates[0]) / (7 * (b - 1))
+    d = np.diff(rates)
+    med = float(np.median(d))
+    mad = float(np.median(np.abs(d - med)))
+    shifts = [i for i in range(len(d))
+              if abs(d[i] - med) > SHIFT_MADS * 1.4826 * mad and abs(d[i]) > SHIFT_SHARE * rates[i]]
+    since = rates[shifts[-1] + 1:] if shifts else rates
+    c = (since[-1] - since[0]) / (7 * (len(since) - 1)) if len(since) > 1 else 0.0
     steps = np.arange(t.steps)
     point = np.clip(rates[-1] + c * (steps + 4), 0, None)
-    d = np.diff(rates)
     s_rate = float(np.std(d, ddof=1)) if len(d) > 1 else abs(float(d[0])) if len(d) else 0.0
     p = np.array([point[d_].sum() for d_ in t.days])
     h = np.maximum(t.month_ahead, 1)
