@@ -658,7 +658,24 @@ def _budgets(con) -> str:
                      [[r["team"], usd(r["budget_usd"]), usd(r["spent_usd"]), usd(r["burn_usd_per_day"]),
                        f"{usd(r['projected_month_end_usd'])} ({usd(r['projected_month_end_lo95_usd'])} – "
                        f"{usd(r['projected_month_end_hi95_usd'])})", str(r["runs_out_on"] or "—"), r["status"]]
-                      for r in rows], {1, 2, 3, 4}))
+                      for r in rows], {1, 2, 3, 4})
+            + _budget_outlook(con))
+
+
+def _budget_outlook(con) -> str:
+    """The next three forecast months of each budgeted team (marts.budget_outlook: the chosen forecast)."""
+    if not _exists(con, "marts.budget_outlook"):
+        return ""
+    rows = _rows(con, """
+        SELECT * FROM marts.budget_outlook
+        WHERE month < (SELECT min(month) FROM marts.budget_outlook) + INTERVAL 3 MONTH ORDER BY team, month""")
+    if not rows:
+        return ""
+    return ('<p class="caption">Budget outlook: the chosen spend forecast of the next months (marts.budget_outlook).</p>'
+            + _table(["team", "month", "budget", "forecast", "95 % interval", "expected"],
+                     [[r["team"], f"{r['month']:%Y-%m}", usd(r["budget_usd"]), usd(r["forecast_usd"]),
+                       "—" if r["lo95_usd"] is None else f"{usd(r['lo95_usd'])} – {usd(r['hi95_usd'])}",
+                       r["status_expected"]] for r in rows], {2, 3, 4}))
 
 
 def build_html(con: duckdb.DuckDBPyConnection) -> str:

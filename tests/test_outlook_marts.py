@@ -29,7 +29,7 @@ from tests.nightly_helpers import Receiver
 from thinktax import alert
 from thinktax.config import Alert, Config
 from warehouse.outlook import (
-    build_breakeven_outlook, build_deployment_offers, build_peak_capacity, build_spend_forecast,
+    build_breakeven_outlook, build_budget_outlook, build_deployment_offers, build_peak_capacity, build_spend_forecast,
     build_substitution_breakeven,
 )
 
@@ -71,8 +71,8 @@ def con(tmp_path_factory):
     landing = write_files(tmp / "landing", FILES)
     c, summary = build_warehouse(landing, tmp / "wh" / "thinktax.duckdb")
     assert summary.total("rows_quarantined") == 0
-    for build in (build_spend_forecast, build_deployment_offers, build_peak_capacity, build_substitution_breakeven,
-                  build_breakeven_outlook):
+    for build in (build_spend_forecast, build_budget_outlook, build_deployment_offers, build_peak_capacity,
+                  build_substitution_breakeven, build_breakeven_outlook):
         build(c)
     yield c
     c.close()
@@ -99,6 +99,20 @@ def test_budget_with_known_daily_burn_runs_out_on_the_day_worked_by_hand(con):
     # 0.010 >= 50 % x 0.015 = 0.0075 -> 'soft'
     assert row == [(dt.date(2026, 6, 1), D("0.015"), D("0.0075"), D("0.010"), 10, 20, D("0.001"), D("0.030"),
                     dt.date(2026, 6, 15), True, "soft")]
+
+
+def test_budget_outlook_puts_the_chosen_forecast_against_the_budget(con):
+    got = con.sql("SELECT month, budget_usd, soft_usd, observed_usd, forecast_usd, lo95_usd, hi95_usd, status_expected, "
+                  "over_budget_at_hi95, methods FROM marts.budget_outlook WHERE month <= DATE '2026-07-01' ORDER BY month").fetchall()
+    # team search: $0.001 a day June 1..10 (10 days < 14: fallback_mean_rate, m = 0.001, s = 0: a 0-wide interval);
+    # June = 0.010 observed + 20 x 0.001 = 0.030 >= the budget 0.015 -> over_budget; July = 31 x 0.001 = 0.031
+    assert got == [
+        (dt.date(2026, 6, 1), D("0.015"), D("0.0075"), D("0.010"), D("0.030"), D("0.030"), D("0.030"), "over_budget", True,
+         "api: fallback_mean_rate"),
+        (dt.date(2026, 7, 1), D("0.015"), D("0.0075"), D("0"), D("0.031"), D("0.031"), D("0.031"), "over_budget", True,
+         "api: fallback_mean_rate"),
+    ]
+    assert con.sql("SELECT count(*), count(DISTINCT team) FROM marts.budget_outlook").fetchall() == [(12, 1)]
 
 
 def test_substitution_breakeven_from_the_sizing_numbers(con):
@@ -136,6 +150,9 @@ def test_outlook_expects_the_crossing_this_month_and_warns_once(con):
         assert alert.evaluate(con, cfg).sent == 0
     kinds = sorted(b["alert"] for b in rx.bodies)
     assert kinds == ["breakeven_ahead", "breakeven_ahead", "budget_soft"] or kinds == ["breakeven_ahead", "budget_soft", "budget_soft"]
+    soft = [b for b in rx.bodies if b["alert"] == "budget_soft"][0]
+    # the budget alert carries the month's chosen forecast (marts.budget_outlook): June 0.030
+    assert soft["forecast_month_end_usd"] == 0.03 and "forecast month end $0.03" in soft["text"]
     ahead = [b for b in rx.bodies if b["alert"] == "breakeven_ahead"][0]
     assert ahead["crossing_month_expected"] == "2026-06-01" and ahead["deployment"] == "d-tiny"
     delivered = con.sql("SELECT alert, model FROM ops.alerts WHERE delivered ORDER BY alert").fetchall()
@@ -235,3 +252,4 @@ def test_capacity_plan_replays_the_busiest_hours_and_the_outlook_pays_for_the_la
     html = report.build_html(con)
     assert "Capacity plan for bursty reasoning load" in html and "peak_concurrency" in html
     assert "runner-up" in html
+    assert "Budget outlook" in html and "over_budget" in html

@@ -536,6 +536,8 @@ TABLES.update({
                                     "scaled. grain: month x from_model x to_model x deployment.",
     "marts.breakeven_outlook": "The month forecast API spend first reaches the monthly cost of the deployments the peak or the "
                                "queue needs (the larger). grain: model x to_model x deployment.",
+    "marts.budget_outlook": "Each budgeted team's forecast months (marts.spend_forecast, team scope, API + self-hosted) "
+                            "against its monthly budget. grain: team x month.",
     "marts.capacity_plan": "Replicas and GPUs that keep the p95 (and p99) queueing delay of the busiest observed hours, "
                            "replayed through the deployment's KV slots, under [capacity] max_queue_seconds; next to the "
                            "peak-concurrency sizing. grain: deployment x from_model.",
@@ -659,6 +661,22 @@ COLUMNS.update({
         "last_full_month_api_spend_usd": _d("API spend on the model in last_full_month", USD),
         "thinking_ratio": _d("Thinking token scaling (1 for the model itself)", "ratio"),
         "output_ratio": _d("Output token scaling (1 for the model itself)", "ratio"),
+    },
+    "marts.budget_outlook": {
+        "team": _d("Team (budgets.csv)", LABEL),
+        "month": _d("Forecast month (the first may be under way)", _MONTHS),
+        "budget_usd": _d("The team's monthly budget (the newest budgets.csv)", USD),
+        "soft_usd": _d("budget_usd x soft_pct / 100", USD),
+        "observed_usd": _d("The team's spend already observed in the month (API + self-hosted)", USD),
+        "forecast_usd": _d("The chosen forecast of the month, API + self-hosted (marts.spend_forecast, scope team)" + _FLOAT_MONEY, USD),
+        "lo80_usd": _d("Sum of the two servings' 80 % lower bounds (assumes they move together: wider)" + _FLOAT_MONEY, USD),
+        "hi80_usd": _d("Sum of the 80 % upper bounds" + _FLOAT_MONEY, USD),
+        "lo95_usd": _d("Sum of the 95 % lower bounds; NULL when a serving has no interval" + _FLOAT_MONEY, USD),
+        "hi95_usd": _d("Sum of the 95 % upper bounds; NULL when a serving has no interval" + _FLOAT_MONEY, USD),
+        "status_expected": _d("'over_budget' (forecast_usd >= budget), 'over_soft' (>= soft_usd) or 'ok'", LABEL),
+        "over_budget_at_hi95": _d("True when the 95 % upper bound reaches the budget (NULL: no interval)", BOOL),
+        "methods": _d("'<serving>: <method>' of each series summed", LABEL),
+        "last_day": _d("The last day with calls in the warehouse", DAY),
     },
     "marts.capacity_plan": {
         "deployment": _d("Candidate self-host set-up", LABEL),

@@ -63,6 +63,7 @@ PEAK_CAPACITY = "marts.peak_capacity"
 SUBSTITUTION_BREAKEVEN = "marts.substitution_breakeven"
 BREAKEVEN_OUTLOOK = "marts.breakeven_outlook"
 CAPACITY_PLAN = "marts.capacity_plan"
+BUDGET_OUTLOOK = "marts.budget_outlook"
 DEFAULT_MAX_QUEUE_SECONDS = 10.0
 BUSIEST_HOURS = 3
 DEFAULT_HORIZON_MONTHS = 12
@@ -120,6 +121,12 @@ CAPACITY_PLAN_SCHEMA = pa.schema([
     ("replicas_needed", pa.int64()), ("gpus_needed", pa.int64()),
     ("peak_deployments_needed", pa.int64()), ("planned_replicas", pa.int64()), ("planned_gpus", pa.int64()),
     ("sizing_basis", pa.string()), ("fits", pa.bool_()), ("build_id", pa.string()),
+])
+BUDGET_OUTLOOK_SCHEMA = pa.schema([
+    ("team", pa.string()), ("month", pa.date32()), ("budget_usd", USD6), ("soft_usd", USD6),
+    ("observed_usd", USD6), ("forecast_usd", USD6), ("lo80_usd", USD6), ("hi80_usd", USD6),
+    ("lo95_usd", USD6), ("hi95_usd", USD6), ("status_expected", pa.string()),
+    ("over_budget_at_hi95", pa.bool_()), ("methods", pa.string()), ("last_day", pa.date32()), ("build_id", pa.string()),
 ])
 BREAKEVEN_OUTLOOK_SCHEMA = pa.schema([
     ("model", pa.string()), ("to_model", pa.string()), ("deployment", pa.string()),
@@ -222,6 +229,46 @@ def build_spend_forecast(con: duckdb.DuckDBPyConnection) -> Built:
     built = Built(SPEND_FORECAST)
     _, build_id = _settings(con)
     built.rows = _write(con, SPEND_FORECAST, spend_forecast_rows(con, build_id, built.skipped), SPEND_FORECAST_SCHEMA)
+    return _finish(built)
+
+
+# --------------------------------------------------------------------------- budgets ahead
+def budget_outlook_rows(con: duckdb.DuckDBPyConnection, build_id: str | None) -> list[dict[str, Any]]:
+    """marts.budget_outlook: each budgeted team's forecast months (team scope of marts.spend_forecast,
+    API + self-hosted summed; the bounds summed too, which assumes the two move together: wider, never
+    narrower) against its monthly budget (the newest budgets.csv, as marts.budget_status)."""
+    if not (_has(con, "stg.budgets") and _has(con, SPEND_FORECAST)):
+        return []
+    rows = con.execute(f"""
+        WITH budgets AS (
+            SELECT team, monthly_usd, soft_pct FROM stg.budgets WHERE file_id = (SELECT max(file_id) FROM stg.budgets)
+            QUALIFY row_number() OVER (PARTITION BY team ORDER BY line DESC) = 1
+        )
+        SELECT b.team, f.month, b.monthly_usd, b.monthly_usd * CAST(b.soft_pct AS DECIMAL(18,6)) / 100,
+               sum(f.observed_usd), sum(f.forecast_usd), sum(f.lo80_usd), sum(f.hi80_usd), sum(f.lo95_usd), sum(f.hi95_usd),
+               count(f.lo95_usd) = count(*), string_agg(DISTINCT f.serving || ': ' || f.method, '; ' ORDER BY f.serving || ': ' || f.method),
+               any_value(f.last_day)
+        FROM budgets b JOIN {SPEND_FORECAST} f ON f.scope = 'team' AND f.scope_value = b.team
+        GROUP BY ALL ORDER BY b.team, f.month""").fetchall()
+    out = []
+    for team, month, budget, soft, obs, fc, lo80, hi80, lo95, hi95, bounded, methods, last in rows:
+        fc = Decimal(fc)
+        status = "over_budget" if fc >= budget else "over_soft" if fc >= soft else "ok"
+        out.append({
+            "team": team, "month": month, "budget_usd": quantize_usd(Decimal(budget)), "soft_usd": quantize_usd(Decimal(soft)),
+            "observed_usd": quantize_usd(Decimal(obs)), "forecast_usd": quantize_usd(fc),
+            **{k: quantize_usd(Decimal(v)) if bounded and v is not None else None
+               for k, v in (("lo80_usd", lo80), ("hi80_usd", hi80), ("lo95_usd", lo95), ("hi95_usd", hi95))},
+            "status_expected": status, "over_budget_at_hi95": None if not bounded or hi95 is None else bool(hi95 >= budget),
+            "methods": methods, "last_day": last, "build_id": build_id,
+        })
+    return out
+
+
+def build_budget_outlook(con: duckdb.DuckDBPyConnection) -> Built:
+    built = Built(BUDGET_OUTLOOK)
+    _, build_id = _settings(con)
+    built.rows = _write(con, BUDGET_OUTLOOK, budget_outlook_rows(con, build_id), BUDGET_OUTLOOK_SCHEMA)
     return _finish(built)
 
 

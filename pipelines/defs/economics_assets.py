@@ -20,7 +20,7 @@ import duckdb
 from models import forecast
 from warehouse.economics import Built, build_gpu_sizing, build_self_host_breakeven
 from warehouse.outlook import (
-    build_breakeven_outlook, build_capacity_plan, build_deployment_offers, build_peak_capacity, build_spend_forecast,
+    build_breakeven_outlook, build_budget_outlook, build_capacity_plan, build_deployment_offers, build_peak_capacity, build_spend_forecast,
     build_substitution_breakeven,
 )
 
@@ -66,6 +66,12 @@ ECONOMICS = (
         "naive, drift, trends, ETS, Theta, ARIMA; statsmodels). grain: month x scope x scope_value x serving.",
         build_spend_forecast,
         warm=forecast.prewarm,
+    ),
+    EconomicsModel(
+        "marts.budget_outlook", frozenset({"ops.settings", "marts.spend_forecast", "stg.budgets"}),
+        "Each budgeted team's forecast months (marts.spend_forecast, team scope, API + self-hosted) against its "
+        "monthly budget: expected status and whether the 95 % upper bound exceeds it. grain: team x month.",
+        build_budget_outlook,
     ),
     EconomicsModel(
         "marts.deployment_offers",
