@@ -558,7 +558,7 @@ COLUMNS.update({
         "lo95_usd": _d("Lower bound of the 95 % interval (z = 1.96, x interval_scale95)" + _FLOAT_MONEY, USD),
         "hi95_usd": _d("Upper bound of the 95 % interval" + _FLOAT_MONEY, USD),
         "method": _d("The candidate with the lowest backtest MAPE on month totals, e.g. 'monthly linear trend', "
-                     "'daily ETS(A,N,A)' (models/forecast.py lists them), or a stated fallback: 'fallback_drift' "
+                     "'daily ETS(A,N,N) weekday-adjusted' (models/forecast.py lists them), or a stated fallback: 'fallback_drift' "
                      "(fewer than 3 full months), 'fallback_mean_rate', 'fallback_single_day', 'no_spend_in_history'", LABEL),
         "backtest_mape_pct": _d("Mean absolute percentage error of the method's month totals over every (origin, month "
                                 "ahead) of the rolling-origin backtest (NULL: no backtest)", "percent"),
