@@ -59,8 +59,10 @@ Short history (stated in ``method``, never a silent zero or a confident flat lin
     no spend at all           'no_spend_in_history': 0 with 0-wide bounds
     1 day                     'fallback_single_day': that day x days; no interval (NULL bounds)
     2 .. 13 days              'fallback_mean_rate': mean daily spend m, sample sd s over n days;
-                              a month of D future days: m x D +- z x sqrt(D x s^2 + (D x s)^2 / n)
-                              (day-to-day noise plus the uncertainty of the mean), floored at 0
+                              the h-th month (h = 1: the first forecast month) of D future days:
+                              m x D +- z x max(sqrt(D x s^2 + (D x s)^2 / n), 20 % x sqrt(h) x m x D)
+                              (day-to-day noise plus the uncertainty of the mean, never narrower
+                              than the drift fallback's floor), floored at 0
     14 days .. < 3 full months  'fallback_drift': drift on trailing 7-day blocks: the last
                               block's daily rate plus the mean block-to-block change per day
                               since the last level shift (a block change more than 5 scaled
@@ -600,7 +602,8 @@ def forecast_daily(first_day: dt.date, values: np.ndarray | list[float], last_da
         bounds = []
         for j in range(len(months)):
             d = int(per_month_days[j])
-            sd = math.sqrt(d * s * s + (d * s) ** 2 / n)
+            # at least FALLBACK_REL_SD x sqrt(h) of the point: days of equal spend are no certainty
+            sd = max(math.sqrt(d * s * s + (d * s) ** 2 / n), FALLBACK_REL_SD * math.sqrt(j + 1) * m * d)
             bounds.append((max(m * d - Z80 * sd, 0.0), m * d + Z80 * sd, max(m * d - Z95 * sd, 0.0), m * d + Z95 * sd))
         return SeriesForecast("fallback_mean_rate", n, Backtest(), rows(month_sums(np.full(steps, m)), bounds))
 

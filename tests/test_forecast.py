@@ -55,11 +55,13 @@ def test_short_history_falls_back_to_the_mean_rate_and_says_so():
     f = forecast_daily(JAN1, [10, 12, 8, 10, 10], dt.date(2026, 1, 5), 2)
     assert f.method == "fallback_mean_rate" and f.backtest.mape_pct is None
     jan, feb = f.months
-    # Jan: 50 observed + 26 days x 10 = 310; sd = sqrt(26 x 2 + 26^2 x 2 / 5) = sqrt(322.4) = 17.955
+    # Jan: 50 observed + 26 days x 10 = 310; sd = sqrt(26 x 2 + 26^2 x 2 / 5) = sqrt(322.4) = 17.955, below
+    # the floor 20 % x sqrt(1) x 260 = 52 (issue 28: ten days of equal spend are no certainty) -> 52
     assert (jan.observed_usd, jan.forecast_days, jan.forecast_usd) == (50, 26, pytest.approx(310))
-    assert jan.hi95_usd == pytest.approx(310 + 1.959964 * math.sqrt(322.4), rel=1e-6)
-    # Feb: 28 x 10 = 280; sd = sqrt(56 + 28^2 x 2 / 5) = sqrt(369.6)
-    assert feb.forecast_usd == pytest.approx(280) and feb.lo80_usd == pytest.approx(280 - 1.281552 * math.sqrt(369.6), rel=1e-6)
+    assert jan.hi95_usd == pytest.approx(310 + 1.959964 * 52, rel=1e-6)
+    # Feb: 28 x 10 = 280; sd = sqrt(56 + 28^2 x 2 / 5) = sqrt(369.6) = 19.2 < 20 % x sqrt(2) x 280 = 79.196
+    assert feb.forecast_usd == pytest.approx(280) and feb.lo80_usd == pytest.approx(280 - 1.281552 * 0.2 * math.sqrt(2) * 280, rel=1e-6)
+    assert math.sqrt(369.6) < 0.2 * math.sqrt(2) * 280
 
 
 def test_one_day_and_no_spend_are_stated_not_silent_zeros():

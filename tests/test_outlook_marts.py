@@ -104,13 +104,15 @@ def test_budget_with_known_daily_burn_runs_out_on_the_day_worked_by_hand(con):
 def test_budget_outlook_puts_the_chosen_forecast_against_the_budget(con):
     got = con.sql("SELECT month, budget_usd, soft_usd, observed_usd, forecast_usd, lo95_usd, hi95_usd, status_expected, "
                   "over_budget_at_hi95, methods FROM marts.budget_outlook WHERE month <= DATE '2026-07-01' ORDER BY month").fetchall()
-    # team search: $0.001 a day June 1..10 (10 days < 14: fallback_mean_rate, m = 0.001, s = 0: a 0-wide interval);
-    # June = 0.010 observed + 20 x 0.001 = 0.030 >= the budget 0.015 -> over_budget; July = 31 x 0.001 = 0.031
+    # team search: $0.001 a day June 1..10 (10 days < 14: fallback_mean_rate, m = 0.001, s = 0, so the sd is the
+    # floor 20 % x sqrt(h) of the forecast part); June = 0.010 observed + 20 x 0.001 = 0.030 >= the budget 0.015
+    # -> over_budget, 95 %: 0.030 -+ 1.959964 x 0.2 x 0.020 = 0.030 -+ 0.00784; July = 31 x 0.001 = 0.031,
+    # 95 %: 0.031 -+ 1.959964 x 0.2 x sqrt(2) x 0.031 = 0.031 -+ 0.0171855 (0.01381453, 0.04818547)
     assert got == [
-        (dt.date(2026, 6, 1), D("0.015"), D("0.0075"), D("0.010"), D("0.030"), D("0.030"), D("0.030"), "over_budget", True,
-         "api: fallback_mean_rate"),
-        (dt.date(2026, 7, 1), D("0.015"), D("0.0075"), D("0"), D("0.031"), D("0.031"), D("0.031"), "over_budget", True,
-         "api: fallback_mean_rate"),
+        (dt.date(2026, 6, 1), D("0.015"), D("0.0075"), D("0.010"), D("0.030"), D("0.02216"), D("0.03784"), "over_budget",
+         True, "api: fallback_mean_rate"),
+        (dt.date(2026, 7, 1), D("0.015"), D("0.0075"), D("0"), D("0.031"), D("0.013815"), D("0.048185"), "over_budget",
+         True, "api: fallback_mean_rate"),
     ]
     assert con.sql("SELECT count(*), count(DISTINCT team) FROM marts.budget_outlook").fetchall() == [(12, 1)]
 
