@@ -12,6 +12,7 @@ intervals, so no new dependency such as statsforecast is needed):
 
     daily seasonal naive     each weekday = its mean over the last 4 weeks, repeated
     daily linear trend       OLS on day number + weekday dummies, extrapolated
+    daily log-linear trend   the same on ln(spend) (days with spend): constant % growth a day
     daily ETS(A,N,N) weekday-adjusted    statsmodels ETS (level) on the daily series minus its
                              additive weekday effects (each weekday's mean - the mean, last <= 8
                              whole weeks), the effects added back to the forecast and paths
@@ -26,7 +27,10 @@ intervals, so no new dependency such as statsforecast is needed):
     monthly ARIMA(0,1,1)+drift               statsmodels ARIMA, from 12 months of training history
 
 A monthly candidate forecasts whole months; the month under way gets its forecast x the share of
-its days still to come. Every candidate needs a minimum of training months (``MIN_TRAIN``).
+its days still to come. The numpy monthly candidates and log ETS(A,A,N) also come "per day": fitted
+on each month's daily rate (total / its days) and multiplied back by the target month's days, so
+that month lengths (28 to 31 days: a 10 % swing) are not read as noise or trend; on totals they
+come first, so a series whose totals are exactly linear (the steps) keeps the totals fit on a tie. Every candidate needs a minimum of training months (``MIN_TRAIN``).
 
 Choice (rolling origin): origins are the ends of the last ``K`` full months before the last full
 month, ``K = min(MAX_ORIGINS (3), full months - 2)``. At each origin every candidate is fitted on
@@ -207,6 +211,8 @@ class Targets:
     month_ahead: np.ndarray
     share: np.ndarray
     first_weekday: int          # weekday (Mon = 0) of the day after the origin
+    month_days: np.ndarray = field(default_factory=lambda: np.array([]))        # days of each target's month
+    train_month_days: np.ndarray = field(default_factory=lambda: np.array([]))  # days of each training month
 
     @property
     def steps(self) -> int:
@@ -263,6 +269,32 @@ def _weekday_effects(y: np.ndarray, wd: np.ndarray) -> np.ndarray:
     k = 7 * min(len(y) // 7, 8)
     tail, w = y[len(y) - k:], wd[len(y) - k:]
     return np.array([tail[w == d].mean() - tail.mean() for d in range(7)])
+
+
+def daily_loglinear_trend(y: np.ndarray, t: Targets, seed: int) -> Pred:
+    """OLS of ln(spend) on the day number + weekday dummies (days with spend > 0 only, at least 28):
+    constant growth in % a day. Point: exp(fit) x exp(s^2 / 2) (the mean of a log-normal day); the
+    month sum's sd on the log scale: the trend's prediction error at the month's middle day."""
+    n = len(y)
+    keep = y > 0
+    if keep.sum() < DAILY_MIN_TRAIN_DAYS:
+        raise ValueError("too few days with spend for a log model")
+    wd = _weekdays(n, t.first_weekday)
+    x = np.arange(n, dtype=float)
+    X = np.column_stack([np.ones(n), x] + [(wd == k).astype(float) for k in range(1, 7)])[keep]
+    v = np.log(y[keep])
+    beta, *_ = np.linalg.lstsq(X, v, rcond=None)
+    resid = v - X @ beta
+    s = float(np.sqrt(resid @ resid / max(len(v) - X.shape[1], 1)))
+    fwd = (t.first_weekday + np.arange(t.steps)) % 7
+    xf = n + np.arange(t.steps, dtype=float)
+    Xf = np.column_stack([np.ones(t.steps), xf] + [(fwd == k).astype(float) for k in range(1, 7)])
+    point = np.exp(Xf @ beta + s * s / 2) * keep.mean()  # days without spend stay as frequent
+    xk, sxx = x[keep], float(((x[keep] - x[keep].mean()) ** 2).sum())
+    p = np.array([point[d].sum() for d in t.days])
+    mid = np.array([n + float(d.mean()) for d in t.days])
+    sd = s * np.sqrt(1 / len(v) + (mid - xk.mean()) ** 2 / sxx + 1 / np.array([len(d) for d in t.days]))
+    return Pred(p, sd, True)
 
 
 def _ets_daily(trend: str | None, damped: bool):
@@ -408,6 +440,15 @@ def monthly_arima(m: np.ndarray, t: Targets, seed: int) -> Pred:
     return _months_pred(point, sd, t)
 
 
+def _per_day(fit: Callable[[np.ndarray, Targets, int], Pred]) -> Callable[[np.ndarray, Targets, int], Pred]:
+    """The same monthly candidate on the months' daily rates (total / days in the month), the forecast
+    rate times the target month's days: a 28-day February is no 10 % drop."""
+    def per_day(m: np.ndarray, t: Targets, seed: int) -> Pred:
+        pred = fit(m / t.train_month_days, t, seed)
+        return Pred(pred.point * t.month_days, pred.sd if pred.log else pred.sd * t.month_days, pred.log)
+    return per_day
+
+
 @dataclass(frozen=True)
 class Candidate:
     name: str
@@ -419,17 +460,24 @@ class Candidate:
 #: in order of simplicity (ties go to the first)
 CANDIDATES: list[Candidate] = [
     Candidate("monthly naive", "monthly", monthly_naive, 1),
-    Candidate("monthly linear trend", "monthly", monthly_linear, 3),
+    Candidate("monthly naive per day", "monthly", _per_day(monthly_naive), 1),
+    Candidate("monthly linear trend", "monthly", monthly_linear, 2),
+    Candidate("monthly linear trend per day", "monthly", _per_day(monthly_linear), 2),
     Candidate("monthly drift", "monthly", monthly_drift, 2),
+    Candidate("monthly drift per day", "monthly", _per_day(monthly_drift), 2),
     Candidate("daily seasonal naive", "daily", daily_seasonal_naive, DAILY_MIN_TRAIN_DAYS),
-    Candidate("monthly log-linear trend", "monthly", monthly_loglinear, 3),
+    Candidate("monthly log-linear trend", "monthly", monthly_loglinear, 2),
+    Candidate("monthly log-linear trend per day", "monthly", _per_day(monthly_loglinear), 2),
     Candidate("daily linear trend", "daily", daily_linear_trend, DAILY_MIN_TRAIN_DAYS),
+    Candidate("daily log-linear trend", "daily", daily_loglinear_trend, DAILY_MIN_TRAIN_DAYS),
     Candidate("monthly Theta", "monthly", monthly_theta, 4),
+    Candidate("monthly Theta per day", "monthly", _per_day(monthly_theta), 4),
     Candidate("daily ETS(A,N,N) weekday-adjusted", "daily", _ets_daily(None, False), DAILY_MIN_TRAIN_DAYS),
     Candidate("daily ETS(A,Ad,N) weekday-adjusted", "daily", _ets_daily("add", True), DAILY_MIN_TRAIN_DAYS),
     Candidate("monthly ETS(A,A,N)", "monthly", _ets_monthly("add", False, False), 6),
     Candidate("monthly ETS(A,Ad,N)", "monthly", _ets_monthly("add", True, False), 6),
     Candidate("monthly log ETS(A,A,N)", "monthly", _ets_monthly("add", False, True), 6),
+    Candidate("monthly log ETS(A,A,N) per day", "monthly", _per_day(_ets_monthly("add", False, True)), 6),
     Candidate("monthly log ETS(A,Ad,N)", "monthly", _ets_monthly("add", True, True), 6),
     Candidate("monthly ARIMA(0,1,1)+drift", "monthly", monthly_arima, 12),
 ]
@@ -501,7 +549,9 @@ def _backtest(first_day: dt.date, y: np.ndarray, full: list[dt.date], totals: np
         js = list(range(i + 1, min(i + BACKTEST_MONTHS, F - 1) + 1))
         t = Targets(days=[np.arange((full[j] - origin).days - 1, (month_end(full[j]) - origin).days) for j in js],
                     month_ahead=np.array([j - i for j in js]), share=np.ones(len(js)),
-                    first_weekday=(origin + dt.timedelta(days=1)).weekday())
+                    first_weekday=(origin + dt.timedelta(days=1)).weekday(),
+                    month_days=np.array([month_end(full[j]).day for j in js], dtype=float),
+                    train_month_days=np.array([month_end(mo).day for mo in full[:i + 1]], dtype=float))
         actual = totals[js]
         for c in CANDIDATES:
             if c.name in failed:
@@ -612,7 +662,9 @@ def forecast_daily(first_day: dt.date, values: np.ndarray | list[float], last_da
     final = Targets(days=[np.flatnonzero(month_of_step == j) for j in range(len(months))],
                     month_ahead=np.array([months_between(last_full, mo) for mo in months]),
                     share=per_month_days / np.array([month_end(mo).day for mo in months]),
-                    first_weekday=(last_day + dt.timedelta(days=1)).weekday())
+                    first_weekday=(last_day + dt.timedelta(days=1)).weekday(),
+                    month_days=np.array([month_end(mo).day for mo in months], dtype=float),
+                    train_month_days=np.array([month_end(mo).day for mo in full], dtype=float))
     if len(full) < MIN_FULL_MONTHS:
         pred = _drift_fallback(y, final)
         lo80, hi80 = _bounds(pred, pred.sd, Z80, 1.0)
