@@ -102,3 +102,49 @@ def replicas_for(groups: list[tuple[np.ndarray, np.ndarray]], slots: int, target
         else:
             lo = mid
     return hi, delay(hi)
+
+
+# --------------------------------------------------------------------------- the M/G/c cross-check
+def erlang_c(servers: int, offered: float) -> float:
+    """Probability that a call waits in M/M/c (Erlang C), ``offered`` = arrival rate x mean service
+    (in busy servers); 1 when ``offered >= servers`` (the queue grows without bound). Through the
+    Erlang B recursion B(k) = a B(k-1) / (k + a B(k-1)), C = B / (1 - rho (1 - B)): stable for any c."""
+    if offered <= 0:
+        return 0.0
+    if offered >= servers:
+        return 1.0
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = offered * b / (k + offered * b)
+    rho = offered / servers
+    return b / (1 - rho * (1 - b))
+
+
+def mgc_wait_quantile(rate: float, mean_service: float, scv_service: float, servers: int, q: float,
+                      scv_arrival: float = 1.0) -> float:
+    """The q-quantile of the queueing delay in G/G/c by the Allen-Cunneen approximation: M/M/c's
+    P(W > t) = C(c, a) exp(-(c / E[S] - rate) t), its time scale stretched by (ca^2 + cs^2) / 2:
+
+        t_q = 0 when C <= 1 - q, else ln(C / (1 - q)) x (ca^2 + cs^2) / 2 / (c / E[S] - rate)
+
+    (exact for Poisson arrivals and exponential service, ca^2 = cs^2 = 1). inf when the load reaches c."""
+    offered = rate * mean_service
+    if offered >= servers:
+        return math.inf
+    c = erlang_c(servers, offered)
+    if c <= 1 - q:
+        return 0.0
+    return math.log(c / (1 - q)) * (scv_arrival + scv_service) / 2 / (servers / mean_service - rate)
+
+
+def mgc_replicas_for(rate: float, service: np.ndarray, slots: int, target_seconds: float, q: float) -> int:
+    """Smallest replicas whose Allen-Cunneen q-quantile delay is at most the target (Poisson arrivals at
+    ``rate`` a second, the observed service times' mean and squared coefficient of variation)."""
+    if len(service) == 0 or rate <= 0:
+        return 1
+    mean = float(np.mean(service))
+    scv = float(np.var(service) / mean ** 2) if mean > 0 else 0.0
+    n = max(1, math.floor(rate * mean / slots))
+    while mgc_wait_quantile(rate, mean, scv, n * slots, q) > target_seconds and n < MAX_REPLICAS:
+        n += 1
+    return n

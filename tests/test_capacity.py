@@ -3,6 +3,8 @@ plan's replica count the smallest that meets the target (one fewer fails it)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -62,3 +64,24 @@ def test_the_galloping_search_finds_what_a_linear_search_finds_on_a_bursty_heavy
 
 def test_nearest_rank():
     assert nearest_rank(np.arange(1, 21, dtype=float), 0.95) == 19.0 and nearest_rank(np.array([]), 0.95) == 0.0
+
+
+def test_erlang_c_by_hand_and_the_mgc_approximation_against_the_replay():
+    from models.capacity import erlang_c, mgc_replicas_for, mgc_wait_quantile  # noqa: PLC0415
+
+    # M/M/2 with a = 1 (rho = 0.5): B(1) = 1/2, B(2) = (1 x 1/2) / (2 + 1/2) = 0.2; C = 0.2 / (1 - 0.5 x 0.8) = 1/3
+    assert erlang_c(2, 1.0) == pytest.approx(1 / 3)
+    # p95 wait: C = 1/3 > 0.05 -> ln((1/3) / 0.05) / (2 / 1 - 1) = ln(6.667) = 1.8971 (mean service 1 s, rate 1/s)
+    assert mgc_wait_quantile(1.0, 1.0, 1.0, 2, 0.95) == pytest.approx(math.log(20 / 3))
+    # Poisson arrivals (0.5 a second, 40,000 calls) and exponential service (mean 10 s) on 8 slots: M/M/8 at
+    # a = 5 is exact for the formula; the seeded replay's p95 must agree within 10 %
+    rng = np.random.default_rng(28)
+    a = np.cumsum(rng.exponential(2.0, 40_000))
+    s = rng.exponential(10.0, 40_000)
+    sim = delay_percentile([(a, s)], 8, 0.95)
+    assert sim == pytest.approx(mgc_wait_quantile(0.5, 10.0, 1.0, 8, 0.95), rel=0.10)
+    # the plans agree on the replica count: 2 slots a replica, target twice that p95 (~8 s): 4 replicas (8
+    # slots) meet it, 3 (6 slots, rho = 0.83) do not, by the replay and by the formula
+    target = 2 * sim
+    assert mgc_replicas_for(0.5, s, 2, target, 0.95) == replicas_for([(a, s)], 2, target, 0.95)[0] == 4
+    assert delay_percentile([(a, s)], 6, 0.95) > target and mgc_wait_quantile(0.5, 10.0, 1.0, 6, 0.95) > target

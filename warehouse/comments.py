@@ -704,6 +704,9 @@ COLUMNS.update({
         "p99_queue_seconds": _d("p99 queueing delay at replicas_p99", "seconds"),
         "replicas_needed": _d("The plan: replicas_p95 (NULL if no call fits)", COUNT),
         "gpus_needed": _d("replicas_needed x GPUs of one deployment", COUNT),
+        "mgc_replicas_p95": _d("Cross-check: the smallest replicas whose M/G/c p95 delay (Allen-Cunneen: Poisson arrivals "
+                               "at the busiest replayed hour's rate, the replayed slot times' mean and variance) meets the "
+                               "target; it ignores bursts within the hour, so it can be below replicas_p95", COUNT),
         "peak_deployments_needed": _d("Today's peak-concurrency sizing (marts.peak_capacity.deployments_needed)", COUNT),
         "planned_replicas": _d("max(replicas_needed, peak_deployments_needed): what the break-even pays for", COUNT),
         "planned_gpus": _d("planned_replicas x GPUs of one deployment", COUNT),

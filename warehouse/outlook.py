@@ -47,7 +47,7 @@ import numpy as np
 import pyarrow as pa
 
 from models.breakeven import capacity_calls_per_month, evaluate, quantize_usd, self_host_usd_per_month
-from models.capacity import MAX_CALLS, replicas_for
+from models.capacity import MAX_CALLS, mgc_replicas_for, replicas_for
 from models.forecast import forecast_many, month_end, month_start
 from models.sizing import size
 from models.spec import CallProfile
@@ -118,7 +118,7 @@ CAPACITY_PLAN_SCHEMA = pa.schema([
     ("max_queue_seconds", pa.float64()),
     ("replicas_p95", pa.int64()), ("p95_queue_seconds", pa.float64()),
     ("replicas_p99", pa.int64()), ("p99_queue_seconds", pa.float64()),
-    ("replicas_needed", pa.int64()), ("gpus_needed", pa.int64()),
+    ("replicas_needed", pa.int64()), ("gpus_needed", pa.int64()), ("mgc_replicas_p95", pa.int64()),
     ("peak_deployments_needed", pa.int64()), ("planned_replicas", pa.int64()), ("planned_gpus", pa.int64()),
     ("sizing_basis", pa.string()), ("fits", pa.bool_()), ("build_id", pa.string()),
 ])
@@ -462,6 +462,9 @@ def capacity_plan_rows(con, pair_list, profiles, build_id) -> tuple[list[dict[st
                 "p99_service_seconds": float(np.quantile(service, 0.99, method="inverted_cdf")) if len(service) else None,
                 "replicas_p95": r95, "p95_queue_seconds": d95, "replicas_p99": r99, "p99_queue_seconds": d99,
                 "replicas_needed": r95, "gpus_needed": r95 * c.setup.gpus,
+                # the M/G/c (Allen-Cunneen, Poisson arrivals at the busiest hour's rate) cross-check
+                "mgc_replicas_p95": mgc_replicas_for(max((len(t_) for t_, _ in replay), default=0) / 3600.0,
+                                                     service, slots, target, 0.95),
                 "planned_replicas": planned, "planned_gpus": planned * c.setup.gpus,
                 "sizing_basis": "queueing" if r95 > (cap["deployments_needed"] or 1) else "peak_concurrency",
             }
