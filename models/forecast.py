@@ -30,7 +30,9 @@ A monthly candidate forecasts whole months; the month under way gets its forecas
 its days still to come. The numpy monthly candidates and log ETS(A,A,N) also come "per day": fitted
 on each month's daily rate (total / its days) and multiplied back by the target month's days, so
 that month lengths (28 to 31 days: a 10 % swing) are not read as noise or trend; on totals they
-come first, so a series whose totals are exactly linear (the steps) keeps the totals fit on a tie. Every candidate needs a minimum of training months (``MIN_TRAIN``).
+come first, so a series whose totals are exactly linear (the steps) keeps the totals fit on a tie.
+Every candidate needs a minimum of training history (``Candidate.min_train``: 28 days for the
+daily ones; 1 month naive, 2 drift and the trends, 4 Theta, 6 ETS, 12 ARIMA).
 
 Choice (rolling origin): origins are the ends of the last ``K`` full months before the last full
 month, ``K = min(MAX_ORIGINS (3), full months - 2)``. At each origin every candidate is fitted on
@@ -45,9 +47,11 @@ wins (ties: the earlier, simpler candidate in the lists above); the runner-up an
 published too. The winner is refitted on the whole history.
 
 Intervals (80 % and 95 %): each candidate gives a standard deviation per forecast month — ETS
-daily from ``PATHS`` seeded simulated sample paths, the statsmodels monthly models from their
+daily from ``PATHS`` seeded simulated sample paths (weekday effects added back), the statsmodels monthly models from their
 analytic prediction intervals, the numpy models from their residuals (random walk: s sqrt(h);
-drift: s sqrt(h (1 + h / (n - 1))); OLS: the prediction standard error; daily: s sqrt(days x h)).
+drift: s sqrt(h (1 + h / (n - 1))); OLS: the prediction standard error; Theta: SES's
+s sqrt(1 + (h - 1) alpha^2); daily: s sqrt(days x h); daily log-linear: the trend's prediction
+error at the month's middle day).
 Log models give it on the log scale (intervals point x exp(+-z sd)). It is floored at
 ``REL_SD_FLOOR`` (3 %) x sqrt(h) of the point, h = months ahead (a perfect fit is not certainty).
 Calibration rule: on the backtest every (origin, month ahead) gives a score ``r = |actual -
