@@ -249,6 +249,17 @@ def test_capacity_plan_replays_the_busiest_hours_and_the_outlook_pays_for_the_la
     assert got == [(3, 5, 3, 47, 5.0, pytest.approx(spt), 10.0, 1, 0.0, 1, 1, 1, 1, 1, "peak_concurrency")]
     out = con.sql("SELECT deployments_needed, peak_deployments_needed, queue_replicas_needed FROM marts.breakeven_outlook").fetchall()
     assert out == [(1, 1, 1)]
+    # a build without the per-call core.calls (a Spark run's DuckDB file): no replay, the peak sizing, said so
+    from warehouse.economics import call_profiles, candidates  # noqa: PLC0415
+    from warehouse.outlook import capacity_plan_rows, pairs  # noqa: PLC0415
+
+    con.execute("ALTER TABLE core.calls RENAME TO calls_hidden")
+    try:
+        rows, _ = capacity_plan_rows(con, pairs(con, candidates(con, [])), call_profiles(con), "b")
+    finally:
+        con.execute("ALTER TABLE core.calls_hidden RENAME TO calls")
+    assert [(r.get("replicas_needed"), r["planned_replicas"], r["sizing_basis"]) for r in rows] == [
+        (None, 1, "peak_concurrency (no replay)")]
     from thinktax import report  # noqa: PLC0415
 
     html = report.build_html(con)

@@ -416,10 +416,13 @@ def busiest_hours(con: duckdb.DuckDBPyConnection, end: dt.date) -> dict[str, lis
 
 def capacity_plan_rows(con, pair_list, profiles, build_id) -> tuple[list[dict[str, Any]], dict[tuple[str, str], dict]]:
     """marts.capacity_plan (module docstring of models/capacity.py for the queue; one row per pair)."""
-    peak_rows, peak = peak_capacity_rows(con, pair_list, profiles, build_id)
+    _, peak = peak_capacity_rows(con, pair_list, profiles, build_id)
     end = con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
     target = _setting_float(con, "capacity_max_queue_seconds", DEFAULT_MAX_QUEUE_SECONDS)
-    hours = busiest_hours(con, end) if end is not None else {}
+    # a Spark run's DuckDB build holds no per-call core.calls (warehouse/spark/economics.py): no replay
+    # there, the plan is the peak sizing and says so (sizing_basis 'peak_concurrency (no replay)')
+    replayable = _has(con, "core.calls")
+    hours = busiest_hours(con, end) if end is not None and replayable else {}
     newest: dict[str, dt.date] = {}
     for model_key, month in profiles:
         newest[model_key] = max(month, newest.get(model_key, month))
@@ -441,7 +444,7 @@ def capacity_plan_rows(con, pair_list, profiles, build_id) -> tuple[list[dict[st
             "peak_deployments_needed": cap["deployments_needed"], "fits": cap["fits"], "build_id": build_id,
         }
         spt = None
-        if slots >= 1:
+        if slots >= 1 and replayable:
             est = estimate_throughput(c.spec, c.setup, prof["p50"], batch=slots)
             cpm = float(c.calls_per_minute) if c.calls_per_minute is not None else est.calls_per_minute
             if est.decode is not None and cpm > 0:
@@ -449,6 +452,7 @@ def capacity_plan_rows(con, pair_list, profiles, build_id) -> tuple[list[dict[st
                 spt, prefill = est.decode.seconds * k, slots * est.prefill_seconds_per_call * k
         else:
             cpm = None
+        row["calls_per_minute"] = cpm
         if spt is not None:
             replay = [(g["t"], (g["thinking"] * tr + g["output"] * orr) * spt + prefill) for g in groups]
             service = np.concatenate([s for _, s in replay]) if replay else np.array([])
@@ -468,6 +472,10 @@ def capacity_plan_rows(con, pair_list, profiles, build_id) -> tuple[list[dict[st
                 "planned_replicas": planned, "planned_gpus": planned * c.setup.gpus,
                 "sizing_basis": "queueing" if r95 > (cap["deployments_needed"] or 1) else "peak_concurrency",
             }
+        if spt is None and cap["fits"]:
+            row |= {"planned_replicas": cap["deployments_needed"],
+                    "planned_gpus": (cap["deployments_needed"] or 1) * c.setup.gpus,
+                    "sizing_basis": "peak_concurrency" if replayable else "peak_concurrency (no replay)"}
         rows.append(row)
         by_key[(model, c.deployment)] = row
     return rows, by_key
