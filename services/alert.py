@@ -32,7 +32,7 @@ rules, runs for three more kinds (``ops.alert_state.alert``), each subject keyed
   that moves from "ahead" to "crossed" is not warned twice); re-armed when it moves out again.
 * ``budget_soft`` / ``budget_hard`` (model ``'<team> <YYYY-MM>'``: a new month is a new subject):
   "above" when the month's spend in ``marts.budget_status`` reaches ``soft_pct`` % of the budget /
-  the budget (>=).
+  the budget (>=); the message also gives the month's chosen forecast (``marts.budget_outlook``).
 
 The state lives in the run's build file and is
 published with it; if a run fails after sending (before publishing), the next run sends again:
@@ -375,19 +375,28 @@ def budget_warnings(con: duckdb.DuckDBPyConnection) -> list[Warning_]:
     if not _table_exists(con, "marts.budget_status"):
         return []
     out = []
+    ahead: dict[tuple[str, dt.date], tuple] = {}
+    if _table_exists(con, "marts.budget_outlook"):  # the chosen forecast of the month (issue 28)
+        ahead = {(t, m): (f, lo, hi) for t, m, f, lo, hi in con.execute(
+            "SELECT team, month, forecast_usd, lo95_usd, hi95_usd FROM marts.budget_outlook").fetchall()}
     for team, month, budget, soft, spent, runs_out, projected in con.execute(
             "SELECT team, month, budget_usd, soft_usd, spent_usd, runs_out_on, projected_month_end_usd "
             "FROM marts.budget_status ORDER BY team, month").fetchall():
         key = f"{team} {month:%Y-%m}"
+        fc = ahead.get((team, month))
         for kind, limit in (("budget_soft", soft), ("budget_hard", budget)):
             what = "its soft limit" if kind == "budget_soft" else "its budget"
             text = (f"thinktax budget: team {team} has spent ${spent:,.2f} in {month:%Y-%m}, reaching {what} of "
                     f"${limit:,.2f} (budget ${budget:,.2f}; projected month end ${projected:,.2f}"
+                    + (f"; forecast month end ${fc[0]:,.2f}" + (f", 95 % ${fc[1]:,.2f} .. ${fc[2]:,.2f}" if fc[1] is not None else "")
+                       if fc else "")
                     + (f"; runs out on {runs_out}" if runs_out else "") + ").")
             payload = {"text": text, "alert": kind, "team": team, "month": month.isoformat(),
                        "spent_usd": float(round(spent, 2)), "limit_usd": float(round(limit, 2)),
                        "budget_usd": float(round(budget, 2)), "projected_month_end_usd": float(round(projected, 2)),
-                       "runs_out_on": None if runs_out is None else runs_out.isoformat()}
+                       "runs_out_on": None if runs_out is None else runs_out.isoformat(),
+                       "forecast_month_end_usd": None if not fc else float(round(fc[0], 2)),
+                       "forecast_month_end_hi95_usd": None if not fc or fc[2] is None else float(round(fc[2], 2))}
             out.append(Warning_(kind, key, spent >= limit, Decimal(spent), Decimal(limit), month, None, payload))
     return out
 

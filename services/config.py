@@ -36,7 +36,14 @@ class Alert:
 
 @dataclass(frozen=True)
 class Forecast:
-    horizon_months: int = 6  # marts.spend_forecast: months forecast after the last day with data
+    horizon_months: int = 12  # marts.spend_forecast: months forecast after the last day with data
+
+
+@dataclass(frozen=True)
+class Capacity:
+    # marts.capacity_plan: replicas keep the p95 queueing delay of the busiest observed hours, replayed
+    # through the deployment, at or under this many seconds (models/capacity.py)
+    max_queue_seconds: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,7 @@ class Config:
     tiers: Tiers = field(default_factory=Tiers)
     alert: Alert = field(default_factory=Alert)
     forecast: Forecast = field(default_factory=Forecast)
+    capacity: Capacity = field(default_factory=Capacity)
     otel: Otel = field(default_factory=Otel)
     engine: Engine = field(default_factory=Engine)
     source: str | None = None  # the file it came from, if any
@@ -80,6 +88,7 @@ class Config:
             "alert_threshold_usd_per_month": float(self.alert.threshold_usd_per_month),
             "alert_warn_months": int(self.alert.warn_months),
             "forecast_horizon_months": int(self.forecast.horizon_months),
+            "capacity_max_queue_seconds": float(self.capacity.max_queue_seconds),
             "otel_team_attribute": str(self.otel.team_attribute),
         }
 
@@ -104,6 +113,8 @@ def _check(cfg: Config) -> Config:
         raise ConfigError("alert.warn_months must be >= 0")
     if not 1 <= cfg.forecast.horizon_months <= 36:
         raise ConfigError("forecast.horizon_months must be 1 to 36")
+    if not cfg.capacity.max_queue_seconds >= 0:
+        raise ConfigError("capacity.max_queue_seconds must be >= 0")
     if not isinstance(cfg.otel.team_attribute, str) or not cfg.otel.team_attribute.strip():
         raise ConfigError("otel.team_attribute must be a resource attribute name, e.g. 'service.namespace'")
     return cfg
@@ -122,7 +133,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"config file not found: {p}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    known = {"hours_per_month", "tiers", "alert", "forecast", "otel", "engine"}
+    known = {"hours_per_month", "tiers", "alert", "forecast", "capacity", "otel", "engine"}
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
@@ -130,6 +141,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         tiers = Tiers(**raw.get("tiers", {}))
         alert = Alert(**raw.get("alert", {}))
         forecast = Forecast(**raw.get("forecast", {}))
+        capacity = Capacity(**raw.get("capacity", {}))
         otel = Otel(**raw.get("otel", {}))
         engine = Engine(**raw.get("engine", {}))
     except TypeError as exc:
@@ -139,7 +151,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     if engine.ingest not in ("duckdb", "spark"):
         raise ConfigError(f"{p}: engine.ingest must be 'spark' or 'duckdb', got {engine.ingest!r}")
     return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, forecast=forecast,
-                         otel=otel, engine=engine, source=str(p)))
+                         capacity=capacity, otel=otel, engine=engine, source=str(p)))
 
 
 WAREHOUSE_FILE = Path(DEFAULT_WAREHOUSE).name

@@ -527,13 +527,49 @@ def _forecast(con) -> str:
     rows = _rows(con, "SELECT * FROM marts.spend_forecast WHERE scope = 'all' ORDER BY month, serving")
     if not rows:
         return '<p class="note">No spend to forecast yet.</p>'
-    table = _table(["month", "serving", "forecast", "80 % interval", "95 % interval", "method", "backtest MAPE"],
+    def mape(x) -> str:
+        return "—" if x is None else f"{x:.1f}%"
+
+    def cover(r) -> str:
+        if r.get("backtest_coverage80") is None:
+            return "—"
+        widened = [f"×{r[k]:.2f}" for k in ("interval_scale80", "interval_scale95") if (r.get(k) or 1) > 1]
+        return (f"{r['backtest_coverage80']:.0%} / {r['backtest_coverage95']:.0%} of {r['backtest_windows']}"
+                + (f" (widened {' / '.join(widened)})" if widened else ""))
+
+    table = _table(["month", "serving", "forecast", "80 % interval", "95 % interval", "method", "backtest MAPE",
+                    "runner-up", "runner-up MAPE", "backtest coverage 80 / 95"],
                    [[f"{r['month']:%Y-%m}", r["serving"], usd(r["forecast_usd"]),
                      "—" if r["lo80_usd"] is None else f"{usd(r['lo80_usd'])} – {usd(r['hi80_usd'])}",
                      "—" if r["lo95_usd"] is None else f"{usd(r['lo95_usd'])} – {usd(r['hi95_usd'])}",
-                     r["method"], "—" if r["backtest_mape_pct"] is None else f"{r['backtest_mape_pct']:.1f}%"]
-                    for r in rows], {2, 3, 4, 6})
+                     r["method"], mape(r["backtest_mape_pct"]), r.get("runner_up_method") or "—",
+                     mape(r.get("runner_up_mape_pct")), cover(r)]
+                    for r in rows], {2, 3, 4, 6, 8})
     return forecast_chart(rows) + table
+
+
+def _capacity(con) -> str:
+    if not _exists(con, "marts.capacity_plan"):
+        return '<p class="note">marts.capacity_plan is not in this warehouse yet.</p>'
+    rows = _rows(con, "SELECT * FROM marts.capacity_plan ORDER BY from_model, deployment")
+    if not rows:
+        return '<p class="note">No reasoning API model has a candidate deployment or substitution.</p>'
+
+    def n(x) -> str:
+        return "—" if x is None else count(x)
+
+    def sec(x) -> str:
+        return "—" if x is None else f"{x:,.1f} s"
+
+    return _table(["traffic of", "deployment", "calls replayed", "slots / replica", "p95 slot time", "target",
+                   "replicas p95 (delay)", "replicas p99 (delay)", "peak sizing", "planned replicas", "planned GPUs", "basis"],
+                  [[r["from_model"], r["deployment"], n(r["calls_replayed"]), n(r["slots_per_replica"]),
+                    sec(r["p95_service_seconds"]), sec(r["max_queue_seconds"]),
+                    "—" if r["replicas_p95"] is None else f"{count(r['replicas_p95'])} ({sec(r['p95_queue_seconds'])})",
+                    "—" if r["replicas_p99"] is None else f"{count(r['replicas_p99'])} ({sec(r['p99_queue_seconds'])})",
+                    n(r["peak_deployments_needed"]), n(r["planned_replicas"]), n(r["planned_gpus"]),
+                    r["sizing_basis"] or ("does not fit" if not r["fits"] else "—")]
+                   for r in rows], {2, 3, 4, 5, 8, 9, 10})
 
 
 def _outlook(con) -> str:
@@ -622,7 +658,24 @@ def _budgets(con) -> str:
                      [[r["team"], usd(r["budget_usd"]), usd(r["spent_usd"]), usd(r["burn_usd_per_day"]),
                        f"{usd(r['projected_month_end_usd'])} ({usd(r['projected_month_end_lo95_usd'])} – "
                        f"{usd(r['projected_month_end_hi95_usd'])})", str(r["runs_out_on"] or "—"), r["status"]]
-                      for r in rows], {1, 2, 3, 4}))
+                      for r in rows], {1, 2, 3, 4})
+            + _budget_outlook(con))
+
+
+def _budget_outlook(con) -> str:
+    """The next three forecast months of each budgeted team (marts.budget_outlook: the chosen forecast)."""
+    if not _exists(con, "marts.budget_outlook"):
+        return ""
+    rows = _rows(con, """
+        SELECT * FROM marts.budget_outlook
+        WHERE month < (SELECT min(month) FROM marts.budget_outlook) + INTERVAL 3 MONTH ORDER BY team, month""")
+    if not rows:
+        return ""
+    return ('<p class="caption">Budget outlook: the chosen spend forecast of the next months (marts.budget_outlook).</p>'
+            + _table(["team", "month", "budget", "forecast", "95 % interval", "expected"],
+                     [[r["team"], f"{r['month']:%Y-%m}", usd(r["budget_usd"]), usd(r["forecast_usd"]),
+                       "—" if r["lo95_usd"] is None else f"{usd(r['lo95_usd'])} – {usd(r['hi95_usd'])}",
+                       r["status_expected"]] for r in rows], {2, 3, 4}))
 
 
 def build_html(con: duckdb.DuckDBPyConnection) -> str:
@@ -661,10 +714,16 @@ def build_html(con: duckdb.DuckDBPyConnection) -> str:
          "each month up to its capacity, then another one is needed (the step function).", _breakeven(con)),
         ("Spend forecast", "All spend, API and self-hosted, for the months ahead (marts.spend_forecast): the bar is the "
          "expected spend (darker: already observed), the thick whisker the 80 % interval, the thin one the 95 % interval. "
-         "The method is chosen per series by a 30-day backtest; its error (MAPE) is shown.", _forecast(con)),
+         "The method is chosen per series by a rolling-origin backtest on month totals over daily and monthly candidates "
+         "(docs/economics.md section 11); its error (MAPE), the runner-up's, and how often the backtest's intervals held "
+         "the actual month (short coverage widens them) are shown.", _forecast(con)),
         ("Break-even outlook per model and substitution", "The month forecast API spend first reaches what self-hosting the "
          "peak load would cost (marts.breakeven_outlook): expected, earliest (upper 95 % bound) and latest (lower 95 % bound).",
          _outlook(con)),
+        ("Capacity plan for bursty reasoning load", "The busiest observed hours replayed through each deployment's KV "
+         "slots (marts.capacity_plan): the fewest replicas that keep the p95 (and p99) queueing delay under "
+         "[capacity] max_queue_seconds, next to the peak-concurrency sizing; the break-even pays for the larger.",
+         _capacity(con)),
         ("Team budgets", "The latest month: spend so far and projected to month end at the month's burn rate "
          "(marts.budget_status, catalog/budgets.csv).", _budgets(con)),
         ("Alert state", "The break-even alert: its current state per model (ops.alert_state) and the alerts sent (ops.alerts).", _alerts(con)),

@@ -29,7 +29,7 @@ from tests.nightly_helpers import Receiver
 from thinktax import alert
 from thinktax.config import Alert, Config
 from warehouse.outlook import (
-    build_breakeven_outlook, build_deployment_offers, build_peak_capacity, build_spend_forecast,
+    build_breakeven_outlook, build_budget_outlook, build_deployment_offers, build_peak_capacity, build_spend_forecast,
     build_substitution_breakeven,
 )
 
@@ -71,8 +71,8 @@ def con(tmp_path_factory):
     landing = write_files(tmp / "landing", FILES)
     c, summary = build_warehouse(landing, tmp / "wh" / "thinktax.duckdb")
     assert summary.total("rows_quarantined") == 0
-    for build in (build_spend_forecast, build_deployment_offers, build_peak_capacity, build_substitution_breakeven,
-                  build_breakeven_outlook):
+    for build in (build_spend_forecast, build_budget_outlook, build_deployment_offers, build_peak_capacity,
+                  build_substitution_breakeven, build_breakeven_outlook):
         build(c)
     yield c
     c.close()
@@ -99,6 +99,22 @@ def test_budget_with_known_daily_burn_runs_out_on_the_day_worked_by_hand(con):
     # 0.010 >= 50 % x 0.015 = 0.0075 -> 'soft'
     assert row == [(dt.date(2026, 6, 1), D("0.015"), D("0.0075"), D("0.010"), 10, 20, D("0.001"), D("0.030"),
                     dt.date(2026, 6, 15), True, "soft")]
+
+
+def test_budget_outlook_puts_the_chosen_forecast_against_the_budget(con):
+    got = con.sql("SELECT month, budget_usd, soft_usd, observed_usd, forecast_usd, lo95_usd, hi95_usd, status_expected, "
+                  "over_budget_at_hi95, methods FROM marts.budget_outlook WHERE month <= DATE '2026-07-01' ORDER BY month").fetchall()
+    # team search: $0.001 a day June 1..10 (10 days < 14: fallback_mean_rate, m = 0.001, s = 0, so the sd is the
+    # floor 20 % x sqrt(h) of the forecast part); June = 0.010 observed + 20 x 0.001 = 0.030 >= the budget 0.015
+    # -> over_budget, 95 %: 0.030 -+ 1.959964 x 0.2 x 0.020 = 0.030 -+ 0.00784; July = 31 x 0.001 = 0.031,
+    # 95 %: 0.031 -+ 1.959964 x 0.2 x sqrt(2) x 0.031 = 0.031 -+ 0.0171855 (0.01381453, 0.04818547)
+    assert got == [
+        (dt.date(2026, 6, 1), D("0.015"), D("0.0075"), D("0.010"), D("0.030"), D("0.02216"), D("0.03784"), "over_budget",
+         True, "api: fallback_mean_rate"),
+        (dt.date(2026, 7, 1), D("0.015"), D("0.0075"), D("0"), D("0.031"), D("0.013815"), D("0.048185"), "over_budget",
+         True, "api: fallback_mean_rate"),
+    ]
+    assert con.sql("SELECT count(*), count(DISTINCT team) FROM marts.budget_outlook").fetchall() == [(12, 1)]
 
 
 def test_substitution_breakeven_from_the_sizing_numbers(con):
@@ -136,6 +152,9 @@ def test_outlook_expects_the_crossing_this_month_and_warns_once(con):
         assert alert.evaluate(con, cfg).sent == 0
     kinds = sorted(b["alert"] for b in rx.bodies)
     assert kinds == ["breakeven_ahead", "breakeven_ahead", "budget_soft"] or kinds == ["breakeven_ahead", "budget_soft", "budget_soft"]
+    soft = [b for b in rx.bodies if b["alert"] == "budget_soft"][0]
+    # the budget alert carries the month's chosen forecast (marts.budget_outlook): June 0.030
+    assert soft["forecast_month_end_usd"] == 0.03 and "forecast month end $0.03" in soft["text"]
     ahead = [b for b in rx.bodies if b["alert"] == "breakeven_ahead"][0]
     assert ahead["crossing_month_expected"] == "2026-06-01" and ahead["deployment"] == "d-tiny"
     delivered = con.sql("SELECT alert, model FROM ops.alerts WHERE delivered ORDER BY alert").fetchall()
@@ -191,11 +210,12 @@ def test_offers_rank_every_sheet_row_that_holds_the_deployment_and_use_the_cheap
 def test_spend_forecast_rows_scopes_and_the_stated_fallback(con):
     got = con.sql("SELECT scope, scope_value, serving, count(*), min(month), max(month), any_value(method), "
                   "any_value(history_days) FROM marts.spend_forecast GROUP BY ALL ORDER BY ALL").fetchall()
-    # last day June 10: six months June .. November per series; history from each series' first day with spend
-    six = (6, dt.date(2026, 6, 1), dt.date(2026, 11, 1), "fallback_mean_rate")
-    assert got == [("all", "*", "api", *six, 10), ("model", "api-model", "api", *six, 10),
-                   ("team", "ops", "api", 6, dt.date(2026, 6, 1), dt.date(2026, 11, 1), "fallback_single_day", 1),
-                   ("team", "search", "api", *six, 10)]
+    # last day June 10: twelve months (the default horizon since issue 28) June .. May 2027 per series;
+    # history from each series' first day with spend
+    twelve = (12, dt.date(2026, 6, 1), dt.date(2027, 5, 1), "fallback_mean_rate")
+    assert got == [("all", "*", "api", *twelve, 10), ("model", "api-model", "api", *twelve, 10),
+                   ("team", "ops", "api", 12, dt.date(2026, 6, 1), dt.date(2027, 5, 1), "fallback_single_day", 1),
+                   ("team", "search", "api", *twelve, 10)]
     june = con.sql("SELECT observed_usd, forecast_days, forecast_usd FROM marts.spend_forecast "
                    "WHERE scope = 'model' AND month = DATE '2026-06-01'").fetchall()
     # observed 0.025 in June 1..10; mean 0.0025 a day x 20 days left = 0.05 -> 0.075
@@ -204,3 +224,45 @@ def test_spend_forecast_rows_scopes_and_the_stated_fallback(con):
     ops = con.sql("SELECT forecast_usd, lo95_usd, hi95_usd FROM marts.spend_forecast "
                   "WHERE scope = 'team' AND scope_value = 'ops' AND month = DATE '2026-07-01'").fetchall()
     assert ops == [(D("0.465"), None, None)]  # 0.015 x 31 days
+
+
+def test_capacity_plan_replays_the_busiest_hours_and_the_outlook_pays_for_the_larger(con):
+    from warehouse.outlook import build_capacity_plan, scale  # noqa: PLC0415
+
+    build_capacity_plan(con)
+    got = con.sql("SELECT hours_replayed, calls_replayed, busiest_hour_calls, slots_per_replica, calls_per_minute, "
+                  "seconds_per_generated_token, max_queue_seconds, replicas_p95, p95_queue_seconds, replicas_p99, "
+                  "replicas_needed, gpus_needed, peak_deployments_needed, planned_replicas, sizing_basis "
+                  "FROM marts.capacity_plan").fetchall()
+    # Busiest hours of api-model (most calls started; ties: the later hour): 2026-06-10 10:00 (p1, p2, p3),
+    # then 06-10 12:00 and 06-09 12:00 (one b call each): 3 hours, 5 calls. Slots: the 47 p95 calls of
+    # peak_capacity. d-tiny gives 5 calls/min: the roofline's decode step at 47 calls in flight is scaled
+    # by (estimated / given calls per minute). Whatever the pace, 47 slots hold every call of any replayed
+    # hour at once (at most 3 in one hour): nobody waits -> 1 replica, p95 delay 0
+    from models.throughput import estimate_throughput  # noqa: PLC0415
+    from warehouse.economics import call_profiles, candidates  # noqa: PLC0415
+
+    (cand,) = candidates(con, [])
+    p50 = call_profiles(con)[("api-model", dt.date(2026, 6, 1))]["p50"]
+    est = estimate_throughput(cand.spec, cand.setup, scale(p50, 2, 1), batch=47)
+    spt = est.decode.seconds * est.calls_per_minute / 5
+    assert got == [(3, 5, 3, 47, 5.0, pytest.approx(spt), 10.0, 1, 0.0, 1, 1, 1, 1, 1, "peak_concurrency")]
+    out = con.sql("SELECT deployments_needed, peak_deployments_needed, queue_replicas_needed FROM marts.breakeven_outlook").fetchall()
+    assert out == [(1, 1, 1)]
+    # a build without the per-call core.calls (a Spark run's DuckDB file): no replay, the peak sizing, said so
+    from warehouse.economics import call_profiles, candidates  # noqa: PLC0415
+    from warehouse.outlook import capacity_plan_rows, pairs  # noqa: PLC0415
+
+    con.execute("ALTER TABLE core.calls RENAME TO calls_hidden")
+    try:
+        rows, _ = capacity_plan_rows(con, pairs(con, candidates(con, [])), call_profiles(con), "b")
+    finally:
+        con.execute("ALTER TABLE core.calls_hidden RENAME TO calls")
+    assert [(r.get("replicas_needed"), r["planned_replicas"], r["sizing_basis"]) for r in rows] == [
+        (None, 1, "peak_concurrency (no replay)")]
+    from thinktax import report  # noqa: PLC0415
+
+    html = report.build_html(con)
+    assert "Capacity plan for bursty reasoning load" in html and "peak_concurrency" in html
+    assert "runner-up" in html
+    assert "Budget outlook" in html and "over_budget" in html

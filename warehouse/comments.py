@@ -545,15 +545,20 @@ def apply(con: duckdb.DuckDBPyConnection) -> list[str]:
 # intervals: statsmodels; the budget interval: DOUBLE in SQL), rounded to the micro-dollar.
 _FLOAT_MONEY = " (computed in floats, stored as DECIMAL(18,6))"
 TABLES.update({
-    "marts.spend_forecast": "API and self-hosted spend forecast per month with 80 % and 95 % intervals, the method and its "
-                            "backtest error. grain: month x scope (all/team/model) x scope_value x serving.",
+    "marts.spend_forecast": "API and self-hosted spend forecast per month with calibrated 80 % and 95 % intervals, the "
+                            "method chosen by a rolling-origin backtest, its error and the runner-up's. grain: month x scope (all/team/model) x scope_value x serving.",
     "marts.deployment_offers": "Every GPU price sheet row in force that can host each deployment, its monthly cost and rank. "
                                "grain: deployment x offer.",
     "marts.peak_capacity": "Deployments needed for the p99 hour of concurrent calls of the last 30 days. grain: deployment x from_model.",
     "marts.substitution_breakeven": "Moving an API model's traffic to a self-hosted deployment of another model, token volumes "
                                     "scaled. grain: month x from_model x to_model x deployment.",
-    "marts.breakeven_outlook": "The month forecast API spend first reaches the monthly cost of the deployments the peak needs. "
-                               "grain: model x to_model x deployment.",
+    "marts.breakeven_outlook": "The month forecast API spend first reaches the monthly cost of the deployments the peak or the "
+                               "queue needs (the larger). grain: model x to_model x deployment.",
+    "marts.budget_outlook": "Each budgeted team's forecast months (marts.spend_forecast, team scope, API + self-hosted) "
+                            "against its monthly budget. grain: team x month.",
+    "marts.capacity_plan": "Replicas and GPUs that keep the p95 (and p99) queueing delay of the busiest observed hours, "
+                           "replayed through the deployment's KV slots, under [capacity] max_queue_seconds; next to the "
+                           "peak-concurrency sizing. grain: deployment x from_model.",
 })
 _MONTHS = "month (DATE, first of the month)"
 COLUMNS.update({
@@ -565,20 +570,31 @@ COLUMNS.update({
         "observed_usd": _d("Spend already observed in the month, up to last_day", USD),
         "forecast_days": _d("Days of the month after last_day that are forecast", COUNT),
         "forecast_usd": _d("observed_usd + the point forecast of the remaining days" + _FLOAT_MONEY, USD),
-        "lo80_usd": _d("Lower bound of the 80 % interval (10th percentile of 1,000 simulated paths)" + _FLOAT_MONEY, USD),
-        "hi80_usd": _d("Upper bound of the 80 % interval (90th percentile)" + _FLOAT_MONEY, USD),
-        "lo95_usd": _d("Lower bound of the 95 % interval (2.5th percentile)" + _FLOAT_MONEY, USD),
-        "hi95_usd": _d("Upper bound of the 95 % interval (97.5th percentile)" + _FLOAT_MONEY, USD),
-        "method": _d("'ETS(A,N,N)' or 'ETS(A,Ad,N) phi=<damping>' (statsmodels, chosen by backtest), "
-                     "'ETS(A,N,N) (no backtest)', or a stated fallback: 'fallback_mean_rate', 'fallback_single_day', "
-                     "'no_spend_in_history'", LABEL),
-        "backtest_mape_pct": _d("Mean absolute percentage error of the method's 30-day totals on the held-back windows "
-                                "(NULL: no backtest)", "percent"),
-        "backtest_windows": _d("Held-back 30-day windows the backtest used", COUNT),
-        "backtest_covered80": _d("Backtest windows whose actual total fell inside the 80 % interval", COUNT),
-        "backtest_covered95": _d("Backtest windows whose actual total fell inside the 95 % interval", COUNT),
+        "lo80_usd": _d("Lower bound of the 80 % interval: point - 1.2816 x sd x interval_scale80 (log models: "
+                       "point x exp(-...)), floored at 0" + _FLOAT_MONEY, USD),
+        "hi80_usd": _d("Upper bound of the 80 % interval" + _FLOAT_MONEY, USD),
+        "lo95_usd": _d("Lower bound of the 95 % interval (z = 1.96, x interval_scale95)" + _FLOAT_MONEY, USD),
+        "hi95_usd": _d("Upper bound of the 95 % interval" + _FLOAT_MONEY, USD),
+        "method": _d("The candidate with the lowest backtest MAPE on month totals, e.g. 'monthly linear trend', "
+                     "'daily ETS(A,N,N) weekday-adjusted' (models/forecast.py lists them), or a stated fallback: 'fallback_drift' "
+                     "(fewer than 3 full months), 'fallback_mean_rate', 'fallback_single_day', 'no_spend_in_history'", LABEL),
+        "backtest_mape_pct": _d("Mean absolute percentage error of the method's month totals over every (origin, month "
+                                "ahead) of the rolling-origin backtest (NULL: no backtest)", "percent"),
+        "backtest_windows": _d("(origin, month ahead) pairs the backtest scored: up to 3 months after each origin", COUNT),
+        "backtest_covered80": _d("Backtest windows whose actual month total fell inside the 80 % interval (before widening)", COUNT),
+        "backtest_covered95": _d("Backtest windows whose actual month total fell inside the 95 % interval (before widening)", COUNT),
         "history_days": _d("Days of history the series had (its first day with spend to last_day)", COUNT),
         "last_day": _d("The last day with calls in the warehouse: the forecast starts the day after", DAY),
+        "grain": _d("'daily' (fitted on the daily series) or 'monthly' (on full calendar-month totals); NULL for a fallback", LABEL),
+        "backtest_origins": _d("Rolling origins K: the ends of the last min(3, full months - 2) full months before the "
+                               "last one", COUNT),
+        "backtest_coverage80": _d("backtest_covered80 / backtest_windows (NULL: no backtest)", FRACTION),
+        "backtest_coverage95": _d("backtest_covered95 / backtest_windows (NULL: no backtest)", FRACTION),
+        "interval_scale80": _d("Factor the 80 % half-width was widened by: 1 when the backtest coverage reached 80 %, "
+                               "else the split-conformal quantile of the backtest scores / 1.2816", "ratio"),
+        "interval_scale95": _d("The same for the 95 % interval (at least interval_scale80 x 1.2816 / 1.96)", "ratio"),
+        "runner_up_method": _d("The candidate with the second-lowest backtest MAPE (NULL: none)", LABEL),
+        "runner_up_mape_pct": _d("Its backtest MAPE", "percent"),
     },
     "marts.deployment_offers": {
         "deployment": _d("Candidate self-host set-up (deployments.csv)", LABEL),
@@ -653,7 +669,9 @@ COLUMNS.update({
         "status": _d("'crossed' (the last full month already reached it), 'within_horizon', 'not_within_horizon', "
                      "'infeasible' (does not fit), 'no_forecast' (no API spend series)", LABEL),
         "months_until_expected": _d("Months from the first forecast month to the expected crossing (0 = the month under way)", COUNT),
-        "deployments_needed": _d("Deployments the p99 peak hour needs (marts.peak_capacity)", COUNT),
+        "deployments_needed": _d("max(peak_deployments_needed, queue_replicas_needed): what the threshold pays for", COUNT),
+        "peak_deployments_needed": _d("Deployments the p99 peak hour of concurrent calls needs (marts.peak_capacity)", COUNT),
+        "queue_replicas_needed": _d("Replicas the queueing replay needs (marts.capacity_plan.replicas_needed)", COUNT),
         "self_host_usd_per_month": _d("Monthly cost of one deployment", "USD per month"),
         "usd_per_gpu_hour": _d("GPU price used", "USD per GPU-hour"),
         "offer": _d("The price sheet offer used; NULL for a deployment's own price", LABEL),
@@ -661,6 +679,58 @@ COLUMNS.update({
         "last_full_month_api_spend_usd": _d("API spend on the model in last_full_month", USD),
         "thinking_ratio": _d("Thinking token scaling (1 for the model itself)", "ratio"),
         "output_ratio": _d("Output token scaling (1 for the model itself)", "ratio"),
+    },
+    "marts.budget_outlook": {
+        "team": _d("Team (budgets.csv)", LABEL),
+        "month": _d("Forecast month (the first may be under way)", _MONTHS),
+        "budget_usd": _d("The team's monthly budget (the newest budgets.csv)", USD),
+        "soft_usd": _d("budget_usd x soft_pct / 100", USD),
+        "observed_usd": _d("The team's spend already observed in the month (API + self-hosted)", USD),
+        "forecast_usd": _d("The chosen forecast of the month, API + self-hosted (marts.spend_forecast, scope team)" + _FLOAT_MONEY, USD),
+        "lo80_usd": _d("Sum of the two servings' 80 % lower bounds (assumes they move together: wider)" + _FLOAT_MONEY, USD),
+        "hi80_usd": _d("Sum of the 80 % upper bounds" + _FLOAT_MONEY, USD),
+        "lo95_usd": _d("Sum of the 95 % lower bounds; NULL when a serving has no interval" + _FLOAT_MONEY, USD),
+        "hi95_usd": _d("Sum of the 95 % upper bounds; NULL when a serving has no interval" + _FLOAT_MONEY, USD),
+        "status_expected": _d("'over_budget' (forecast_usd >= budget), 'over_soft' (>= soft_usd) or 'ok'", LABEL),
+        "over_budget_at_hi95": _d("True when the 95 % upper bound reaches the budget (NULL: no interval)", BOOL),
+        "methods": _d("'<serving>: <method>' of each series summed", LABEL),
+        "last_day": _d("The last day with calls in the warehouse", DAY),
+    },
+    "marts.capacity_plan": {
+        "deployment": _d("Candidate self-host set-up", LABEL),
+        "from_model": _d("Model whose traffic is replayed (the deployment's own model, or a substitution's from_model)", LABEL),
+        "to_model": _d("Model the deployment serves", LABEL),
+        "window_start": _d("First day of the 30-day window the busiest hours are taken from", DAY),
+        "window_end": _d("Last day of the window (the last day with calls)", DAY),
+        "hours_replayed": _d("Busiest hours replayed: the 3 with the most calls started (ties: the later)", COUNT),
+        "calls_replayed": _d("Calls started in those hours", COUNT),
+        "busiest_hour": _d("Start of the busiest replayed hour", TS),
+        "busiest_hour_calls": _d("Calls started in the busiest hour", COUNT),
+        "slots_per_replica": _d("KV slots of one replica: p95 calls one deployment holds at once (models.sizing); 0 if none fits", COUNT),
+        "calls_per_minute": _d("Calls per minute of one deployment on the scaled p50 profile at a full batch (given or estimated)",
+                               "calls per minute"),
+        "seconds_per_generated_token": _d("Decode step at a full batch (models.throughput, p50 context) x k, k = estimated / "
+                                          "given calls_per_minute (1 without a given one)", "seconds per token"),
+        "mean_service_seconds": _d("Mean slot time of the replayed calls: (thinking x thinking_ratio + output x output_ratio) "
+                                   "x seconds_per_generated_token + slots x prefill seconds x k", "seconds"),
+        "p95_service_seconds": _d("95th percentile of the replayed calls' slot time (heavy tail of thinking)", "seconds"),
+        "p99_service_seconds": _d("99th percentile of the replayed calls' slot time", "seconds"),
+        "max_queue_seconds": _d("The target: [capacity] max_queue_seconds", "seconds"),
+        "replicas_p95": _d("Smallest replicas whose p95 queueing delay (nearest rank, FIFO over every slot) <= the target", COUNT),
+        "p95_queue_seconds": _d("p95 queueing delay at replicas_p95", "seconds"),
+        "replicas_p99": _d("Smallest replicas whose p99 queueing delay <= the target", COUNT),
+        "p99_queue_seconds": _d("p99 queueing delay at replicas_p99", "seconds"),
+        "replicas_needed": _d("The plan: replicas_p95 (NULL if no call fits)", COUNT),
+        "gpus_needed": _d("replicas_needed x GPUs of one deployment", COUNT),
+        "mgc_replicas_p95": _d("Cross-check: the smallest replicas whose M/G/c p95 delay (Allen-Cunneen: Poisson arrivals "
+                               "at the busiest replayed hour's rate, the replayed slot times' mean and variance) meets the "
+                               "target; it ignores bursts within the hour, so it can be below replicas_p95", COUNT),
+        "peak_deployments_needed": _d("Today's peak-concurrency sizing (marts.peak_capacity.deployments_needed)", COUNT),
+        "planned_replicas": _d("max(replicas_needed, peak_deployments_needed): what the break-even pays for", COUNT),
+        "planned_gpus": _d("planned_replicas x GPUs of one deployment", COUNT),
+        "sizing_basis": _d("'queueing' when the replay needs more replicas than the peak, else 'peak_concurrency'; "
+                           "'peak_concurrency (no replay)' where the build holds no per-call core.calls (a Spark run)", LABEL),
+        "fits": _d("True when at least one p95 call fits the deployment", BOOL),
     },
     "marts.peak_concurrency": {
         "model": _d("Model key", LABEL),
@@ -702,6 +772,9 @@ COLUMNS["ops.settings"]["alert_warn_months"] = _d(
     "breakeven_ahead warns when the expected crossing is at most this many months away ([alert] warn_months)", "months")
 COLUMNS["ops.settings"]["forecast_horizon_months"] = _d(
     "Months marts.spend_forecast covers after the last day with data ([forecast] horizon_months)", "months")
+COLUMNS["ops.settings"]["capacity_max_queue_seconds"] = _d(
+    "marts.capacity_plan keeps the p95 queueing delay of the busiest hours at or under this ([capacity] max_queue_seconds)",
+    "seconds")
 COLUMNS["marts.self_host_breakeven"]["offer"] = _d(
     "The price sheet offer a sheet-priced deployment took (provider/region/instance_type/pricing, the cheapest on-demand "
     "one of its provider and GPU); NULL where deployments.csv gives the price", LABEL)

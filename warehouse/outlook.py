@@ -47,6 +47,7 @@ import numpy as np
 import pyarrow as pa
 
 from models.breakeven import capacity_calls_per_month, evaluate, quantize_usd, self_host_usd_per_month
+from models.capacity import MAX_CALLS, mgc_replicas_for, replicas_for
 from models.forecast import forecast_many, month_end, month_start
 from models.sizing import size
 from models.spec import CallProfile
@@ -61,7 +62,11 @@ DEPLOYMENT_OFFERS = "marts.deployment_offers"
 PEAK_CAPACITY = "marts.peak_capacity"
 SUBSTITUTION_BREAKEVEN = "marts.substitution_breakeven"
 BREAKEVEN_OUTLOOK = "marts.breakeven_outlook"
-DEFAULT_HORIZON_MONTHS = 6
+CAPACITY_PLAN = "marts.capacity_plan"
+BUDGET_OUTLOOK = "marts.budget_outlook"
+DEFAULT_MAX_QUEUE_SECONDS = 10.0
+BUSIEST_HOURS = 3
+DEFAULT_HORIZON_MONTHS = 12
 PEAK_WINDOW_DAYS = 30
 
 SPEND_FORECAST_SCHEMA = pa.schema([
@@ -70,7 +75,12 @@ SPEND_FORECAST_SCHEMA = pa.schema([
     ("lo80_usd", USD6), ("hi80_usd", USD6), ("lo95_usd", USD6), ("hi95_usd", USD6),
     ("method", pa.string()), ("backtest_mape_pct", pa.float64()), ("backtest_windows", pa.int32()),
     ("backtest_covered80", pa.int32()), ("backtest_covered95", pa.int32()),
-    ("history_days", pa.int32()), ("last_day", pa.date32()), ("build_id", pa.string()),
+    ("history_days", pa.int32()), ("last_day", pa.date32()),
+    ("grain", pa.string()), ("backtest_origins", pa.int32()),
+    ("backtest_coverage80", pa.float64()), ("backtest_coverage95", pa.float64()),
+    ("interval_scale80", pa.float64()), ("interval_scale95", pa.float64()),
+    ("runner_up_method", pa.string()), ("runner_up_mape_pct", pa.float64()),
+    ("build_id", pa.string()),
 ])
 DEPLOYMENT_OFFERS_SCHEMA = pa.schema([
     ("deployment", pa.string()), ("model", pa.string()), ("gpu_type", pa.string()), ("gpus", pa.int32()),
@@ -98,12 +108,33 @@ SUBSTITUTION_BREAKEVEN_SCHEMA = pa.schema([
     ("breakeven_calls_per_month", pa.float64()), ("breakeven_api_spend_usd", USD6),
     ("savings_usd", USD6), ("fits", pa.bool_()), ("verdict", pa.string()), ("build_id", pa.string()),
 ])
+CAPACITY_PLAN_SCHEMA = pa.schema([
+    ("deployment", pa.string()), ("from_model", pa.string()), ("to_model", pa.string()),
+    ("window_start", pa.date32()), ("window_end", pa.date32()),
+    ("hours_replayed", pa.int32()), ("calls_replayed", pa.int64()),
+    ("busiest_hour", pa.timestamp("us")), ("busiest_hour_calls", pa.int64()),
+    ("slots_per_replica", pa.int64()), ("calls_per_minute", pa.float64()), ("seconds_per_generated_token", pa.float64()),
+    ("mean_service_seconds", pa.float64()), ("p95_service_seconds", pa.float64()), ("p99_service_seconds", pa.float64()),
+    ("max_queue_seconds", pa.float64()),
+    ("replicas_p95", pa.int64()), ("p95_queue_seconds", pa.float64()),
+    ("replicas_p99", pa.int64()), ("p99_queue_seconds", pa.float64()),
+    ("replicas_needed", pa.int64()), ("gpus_needed", pa.int64()), ("mgc_replicas_p95", pa.int64()),
+    ("peak_deployments_needed", pa.int64()), ("planned_replicas", pa.int64()), ("planned_gpus", pa.int64()),
+    ("sizing_basis", pa.string()), ("fits", pa.bool_()), ("build_id", pa.string()),
+])
+BUDGET_OUTLOOK_SCHEMA = pa.schema([
+    ("team", pa.string()), ("month", pa.date32()), ("budget_usd", USD6), ("soft_usd", USD6),
+    ("observed_usd", USD6), ("forecast_usd", USD6), ("lo80_usd", USD6), ("hi80_usd", USD6),
+    ("lo95_usd", USD6), ("hi95_usd", USD6), ("status_expected", pa.string()),
+    ("over_budget_at_hi95", pa.bool_()), ("methods", pa.string()), ("last_day", pa.date32()), ("build_id", pa.string()),
+])
 BREAKEVEN_OUTLOOK_SCHEMA = pa.schema([
     ("model", pa.string()), ("to_model", pa.string()), ("deployment", pa.string()),
     ("threshold_usd_per_month", USD6),
     ("crossing_month_expected", pa.date32()), ("crossing_month_earliest", pa.date32()),
     ("crossing_month_latest", pa.date32()), ("status", pa.string()),
     ("months_until_expected", pa.int32()), ("deployments_needed", pa.int64()),
+    ("peak_deployments_needed", pa.int64()), ("queue_replicas_needed", pa.int64()),
     ("self_host_usd_per_month", USD6), ("usd_per_gpu_hour", USD6), ("offer", pa.string()),
     ("last_full_month", pa.date32()), ("last_full_month_api_spend_usd", USD6),
     ("thinking_ratio", pa.float64()), ("output_ratio", pa.float64()), ("build_id", pa.string()),
@@ -184,7 +215,12 @@ def spend_forecast_rows(con: duckdb.DuckDBPyConnection, build_id: str | None, sk
                 "lo95_usd": _usd(m.lo95_usd), "hi95_usd": _usd(m.hi95_usd),
                 "method": f.method, "backtest_mape_pct": bt.mape_pct, "backtest_windows": bt.windows,
                 "backtest_covered80": bt.covered80, "backtest_covered95": bt.covered95,
-                "history_days": f.history_days, "last_day": last_day, "build_id": build_id,
+                "history_days": f.history_days, "last_day": last_day,
+                "grain": f.grain, "backtest_origins": bt.origins,
+                "backtest_coverage80": bt.coverage80, "backtest_coverage95": bt.coverage95,
+                "interval_scale80": f.interval_scale80, "interval_scale95": f.interval_scale95,
+                "runner_up_method": f.runner_up, "runner_up_mape_pct": f.runner_up_mape_pct,
+                "build_id": build_id,
             })
     return rows
 
@@ -193,6 +229,46 @@ def build_spend_forecast(con: duckdb.DuckDBPyConnection) -> Built:
     built = Built(SPEND_FORECAST)
     _, build_id = _settings(con)
     built.rows = _write(con, SPEND_FORECAST, spend_forecast_rows(con, build_id, built.skipped), SPEND_FORECAST_SCHEMA)
+    return _finish(built)
+
+
+# --------------------------------------------------------------------------- budgets ahead
+def budget_outlook_rows(con: duckdb.DuckDBPyConnection, build_id: str | None) -> list[dict[str, Any]]:
+    """marts.budget_outlook: each budgeted team's forecast months (team scope of marts.spend_forecast,
+    API + self-hosted summed; the bounds summed too, which assumes the two move together: wider, never
+    narrower) against its monthly budget (the newest budgets.csv, as marts.budget_status)."""
+    if not (_has(con, "stg.budgets") and _has(con, SPEND_FORECAST)):
+        return []
+    rows = con.execute(f"""
+        WITH budgets AS (
+            SELECT team, monthly_usd, soft_pct FROM stg.budgets WHERE file_id = (SELECT max(file_id) FROM stg.budgets)
+            QUALIFY row_number() OVER (PARTITION BY team ORDER BY line DESC) = 1
+        )
+        SELECT b.team, f.month, b.monthly_usd, b.monthly_usd * CAST(b.soft_pct AS DECIMAL(18,6)) / 100,
+               sum(f.observed_usd), sum(f.forecast_usd), sum(f.lo80_usd), sum(f.hi80_usd), sum(f.lo95_usd), sum(f.hi95_usd),
+               count(f.lo95_usd) = count(*), string_agg(DISTINCT f.serving || ': ' || f.method, '; ' ORDER BY f.serving || ': ' || f.method),
+               any_value(f.last_day)
+        FROM budgets b JOIN {SPEND_FORECAST} f ON f.scope = 'team' AND f.scope_value = b.team
+        GROUP BY ALL ORDER BY b.team, f.month""").fetchall()
+    out = []
+    for team, month, budget, soft, obs, fc, lo80, hi80, lo95, hi95, bounded, methods, last in rows:
+        fc = Decimal(fc)
+        status = "over_budget" if fc >= budget else "over_soft" if fc >= soft else "ok"
+        out.append({
+            "team": team, "month": month, "budget_usd": quantize_usd(Decimal(budget)), "soft_usd": quantize_usd(Decimal(soft)),
+            "observed_usd": quantize_usd(Decimal(obs)), "forecast_usd": quantize_usd(fc),
+            **{k: quantize_usd(Decimal(v)) if bounded and v is not None else None
+               for k, v in (("lo80_usd", lo80), ("hi80_usd", hi80), ("lo95_usd", lo95), ("hi95_usd", hi95))},
+            "status_expected": status, "over_budget_at_hi95": None if not bounded or hi95 is None else bool(hi95 >= budget),
+            "methods": methods, "last_day": last, "build_id": build_id,
+        })
+    return out
+
+
+def build_budget_outlook(con: duckdb.DuckDBPyConnection) -> Built:
+    built = Built(BUDGET_OUTLOOK)
+    _, build_id = _settings(con)
+    built.rows = _write(con, BUDGET_OUTLOOK, budget_outlook_rows(con, build_id), BUDGET_OUTLOOK_SCHEMA)
     return _finish(built)
 
 
@@ -292,6 +368,128 @@ def build_peak_capacity(con: duckdb.DuckDBPyConnection) -> Built:
     return _finish(built)
 
 
+def _setting_float(con: duckdb.DuckDBPyConnection, column: str, default: float) -> float:
+    cols = {r[0] for r in con.execute("DESCRIBE ops.settings").fetchall()}
+    if column not in cols:
+        return default
+    value = con.execute(f"SELECT {column} FROM ops.settings").fetchall()[0][0]
+    return default if value is None else float(value)
+
+
+_BUSIEST_SQL = """
+WITH c AS (
+    SELECT model, request_id,
+           ts - to_microseconds(CAST(round(coalesce(greatest(latency_ms, 0), 0) * 1000) AS BIGINT)) AS started,
+           coalesce(thinking_tokens, 0) AS thinking_tokens, coalesce(output_tokens, 0) AS output_tokens
+    FROM core.calls WHERE day BETWEEN ? AND ?
+),
+h AS (SELECT model, date_trunc('hour', started) AS hour, count(*) AS calls FROM c GROUP BY ALL),
+top AS (
+    SELECT model, hour, calls FROM h
+    QUALIFY row_number() OVER (PARTITION BY model ORDER BY calls DESC, hour DESC) <= ?
+)
+SELECT c.model, t.hour, t.calls AS hour_calls, epoch(c.started) - epoch(t.hour) AS t,
+       c.thinking_tokens, c.output_tokens
+FROM c JOIN top t ON t.model = c.model AND date_trunc('hour', c.started) = t.hour
+ORDER BY c.model, t.hour, c.started, c.request_id
+"""
+
+
+def busiest_hours(con: duckdb.DuckDBPyConnection, end: dt.date) -> dict[str, list[dict[str, Any]]]:
+    """model -> its BUSIEST_HOURS hours with the most calls started in the 30 days ending ``end``
+    (ties: the later hour): per hour the start second within it and the thinking / output tokens of
+    each call (numpy arrays, in start order)."""
+    cols = con.execute(_BUSIEST_SQL, [end - dt.timedelta(days=PEAK_WINDOW_DAYS - 1), end, BUSIEST_HOURS]).fetchnumpy()
+    if len(cols["model"]) == 0:
+        return {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    keys = list(zip(cols["model"], cols["hour"], strict=True))
+    bounds = [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + [len(keys)]
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        out.setdefault(str(cols["model"][a]), []).append({
+            "hour": cols["hour"][a].astype("datetime64[us]").item(), "calls": int(cols["hour_calls"][a]),
+            "t": cols["t"][a:b].astype(float)[:MAX_CALLS],
+            "thinking": cols["thinking_tokens"][a:b].astype(float)[:MAX_CALLS],
+            "output": cols["output_tokens"][a:b].astype(float)[:MAX_CALLS]})
+    return out
+
+
+def capacity_plan_rows(con, pair_list, profiles, build_id) -> tuple[list[dict[str, Any]], dict[tuple[str, str], dict]]:
+    """marts.capacity_plan (module docstring of models/capacity.py for the queue; one row per pair)."""
+    _, peak = peak_capacity_rows(con, pair_list, profiles, build_id)
+    end = con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
+    target = _setting_float(con, "capacity_max_queue_seconds", DEFAULT_MAX_QUEUE_SECONDS)
+    # a Spark run's DuckDB build holds no per-call core.calls (warehouse/spark/economics.py): no replay
+    # there, the plan is the peak sizing and says so (sizing_basis 'peak_concurrency (no replay)')
+    replayable = _has(con, "core.calls")
+    hours = busiest_hours(con, end) if end is not None and replayable else {}
+    newest: dict[str, dt.date] = {}
+    for model_key, month in profiles:
+        newest[model_key] = max(month, newest.get(model_key, month))
+    rows, by_key = [], {}
+    for model, c, tr, orr in pair_list:
+        cap = peak.get((model, c.deployment))
+        if cap is None:
+            continue
+        prof = {k: scale(v, tr, orr) for k, v in profiles[(model, newest[model])].items()}
+        slots = cap["max_concurrent_calls"] if cap["fits"] else 0
+        groups = hours.get(model, [])
+        row: dict[str, Any] = {
+            "deployment": c.deployment, "from_model": model, "to_model": c.model_key,
+            "window_start": cap["window_start"], "window_end": cap["window_end"],
+            "hours_replayed": len(groups), "calls_replayed": int(sum(len(g["t"]) for g in groups)),
+            "busiest_hour": groups[0]["hour"] if groups else None,
+            "busiest_hour_calls": max((g["calls"] for g in groups), default=0),
+            "slots_per_replica": slots, "max_queue_seconds": target,
+            "peak_deployments_needed": cap["deployments_needed"], "fits": cap["fits"], "build_id": build_id,
+        }
+        spt = None
+        if slots >= 1 and replayable:
+            est = estimate_throughput(c.spec, c.setup, prof["p50"], batch=slots)
+            cpm = float(c.calls_per_minute) if c.calls_per_minute is not None else est.calls_per_minute
+            if est.decode is not None and cpm > 0:
+                k = est.calls_per_minute / cpm  # calibrated to deployments.csv's calls_per_minute when given
+                spt, prefill = est.decode.seconds * k, slots * est.prefill_seconds_per_call * k
+        else:
+            cpm = None
+        row["calls_per_minute"] = cpm
+        if spt is not None:
+            replay = [(g["t"], (g["thinking"] * tr + g["output"] * orr) * spt + prefill) for g in groups]
+            service = np.concatenate([s for _, s in replay]) if replay else np.array([])
+            r95, d95 = replicas_for(replay, slots, target, 0.95)
+            r99, d99 = replicas_for(replay, slots, target, 0.99)
+            planned = max(r95, cap["deployments_needed"] or 1)
+            row |= {
+                "calls_per_minute": cpm, "seconds_per_generated_token": spt,
+                "mean_service_seconds": float(service.mean()) if len(service) else None,
+                "p95_service_seconds": float(np.quantile(service, 0.95, method="inverted_cdf")) if len(service) else None,
+                "p99_service_seconds": float(np.quantile(service, 0.99, method="inverted_cdf")) if len(service) else None,
+                "replicas_p95": r95, "p95_queue_seconds": d95, "replicas_p99": r99, "p99_queue_seconds": d99,
+                "replicas_needed": r95, "gpus_needed": r95 * c.setup.gpus,
+                # the M/G/c (Allen-Cunneen, Poisson arrivals at the busiest hour's rate) cross-check
+                "mgc_replicas_p95": mgc_replicas_for(max((len(t_) for t_, _ in replay), default=0) / 3600.0,
+                                                     service, slots, target, 0.95),
+                "planned_replicas": planned, "planned_gpus": planned * c.setup.gpus,
+                "sizing_basis": "queueing" if r95 > (cap["deployments_needed"] or 1) else "peak_concurrency",
+            }
+        if spt is None and cap["fits"]:
+            row |= {"planned_replicas": cap["deployments_needed"],
+                    "planned_gpus": (cap["deployments_needed"] or 1) * c.setup.gpus,
+                    "sizing_basis": "peak_concurrency" if replayable else "peak_concurrency (no replay)"}
+        rows.append(row)
+        by_key[(model, c.deployment)] = row
+    return rows, by_key
+
+
+def build_capacity_plan(con: duckdb.DuckDBPyConnection) -> Built:
+    built = Built(CAPACITY_PLAN)
+    _, build_id = _settings(con)
+    cands = candidates(con, built.skipped)
+    rows, _ = capacity_plan_rows(con, pairs(con, cands), call_profiles(con), build_id)
+    built.rows = _write(con, CAPACITY_PLAN, rows, CAPACITY_PLAN_SCHEMA)
+    return _finish(built)
+
+
 def substitution_breakeven_rows(con, cands, hours, build_id, skipped) -> list[dict[str, Any]]:
     profiles = call_profiles(con)
     months: dict[str, list[tuple[dt.date, int, Decimal]]] = {}
@@ -371,6 +569,7 @@ def breakeven_outlook_rows(con: duckdb.DuckDBPyConnection, build_id: str | None,
     cands = candidates(con, skipped)
     pair_list = pairs(con, cands)
     _, capacity = peak_capacity_rows(con, pair_list, call_profiles(con), build_id)
+    _, plan = capacity_plan_rows(con, pair_list, call_profiles(con), build_id)
     _, used = offers(con, cands, hours, build_id)
     fc: dict[str, list[dict[str, Any]]] = {}
     if _has(con, SPEND_FORECAST):
@@ -396,7 +595,8 @@ def breakeven_outlook_rows(con: duckdb.DuckDBPyConnection, build_id: str | None,
             continue
         price, _, offer = used[c.deployment]
         one = self_host_usd_per_month(c.setup.gpus, Decimal(price), hours)
-        needed = cap["deployments_needed"] or 1
+        queue = plan.get((model, c.deployment), {}).get("replicas_needed")
+        needed = max(cap["deployments_needed"] or 1, queue or 1)  # the larger of the peak and the queueing plan
         threshold = quantize_usd(one * needed)
         cross = crossing(fc.get(model, []), threshold, last_full.get(model), cap["fits"])
         expected = cross["crossing_month_expected"]
@@ -406,7 +606,9 @@ def breakeven_outlook_rows(con: duckdb.DuckDBPyConnection, build_id: str | None,
             **cross,
             "months_until_expected": None if expected is None or first_fc is None or cross["status"] == "crossed"
             else (expected.year - first_fc.year) * 12 + expected.month - first_fc.month,
-            "deployments_needed": cap["deployments_needed"], "self_host_usd_per_month": quantize_usd(one),
+            "deployments_needed": needed if cap["fits"] else None,
+            "peak_deployments_needed": cap["deployments_needed"], "queue_replicas_needed": queue,
+            "self_host_usd_per_month": quantize_usd(one),
             "usd_per_gpu_hour": quantize_usd(Decimal(price)), "offer": offer,
             "last_full_month": last_full.get(model, (None, None))[0],
             "last_full_month_api_spend_usd": None if model not in last_full else quantize_usd(last_full[model][1]),

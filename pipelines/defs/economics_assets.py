@@ -20,7 +20,7 @@ import duckdb
 from models import forecast
 from warehouse.economics import Built, build_gpu_sizing, build_self_host_breakeven
 from warehouse.outlook import (
-    build_breakeven_outlook, build_deployment_offers, build_peak_capacity, build_spend_forecast,
+    build_breakeven_outlook, build_budget_outlook, build_capacity_plan, build_deployment_offers, build_peak_capacity, build_spend_forecast,
     build_substitution_breakeven,
 )
 
@@ -62,9 +62,16 @@ ECONOMICS = (
     EconomicsModel(
         "marts.spend_forecast", frozenset({"ops.settings", "marts.daily_spend", "core.call_costs"}),
         "API and self-hosted spend forecast per month for all, each team and each model, with 80 % and 95 % "
-        "intervals (statsmodels ETS, chosen per series by a 30-day backtest). grain: month x scope x scope_value x serving.",
+        "intervals (chosen per series by a rolling-origin backtest on month totals across the daily and monthly grains: "
+        "naive, drift, trends, ETS, Theta, ARIMA; statsmodels). grain: month x scope x scope_value x serving.",
         build_spend_forecast,
         warm=forecast.prewarm,
+    ),
+    EconomicsModel(
+        "marts.budget_outlook", frozenset({"ops.settings", "marts.spend_forecast", "stg.budgets"}),
+        "Each budgeted team's forecast months (marts.spend_forecast, team scope, API + self-hosted) against its "
+        "monthly budget: expected status and whether the 95 % upper bound exceeds it. grain: team x month.",
+        build_budget_outlook,
     ),
     EconomicsModel(
         "marts.deployment_offers",
@@ -82,6 +89,15 @@ ECONOMICS = (
         build_peak_capacity,
     ),
     EconomicsModel(
+        "marts.capacity_plan",
+        frozenset({"ops.settings", "marts.peak_concurrency", "core.call_profiles", "core.dim_models",
+                   "core.dim_deployments", "stg.substitutions", "core.call_costs", "core.calls"}),
+        "Replicas (and GPUs) that keep the p95 / p99 queueing delay of the busiest observed hours, replayed through "
+        "the deployment's KV slots, under [capacity] max_queue_seconds; next to the peak-concurrency sizing. "
+        "grain: deployment x from_model.",
+        build_capacity_plan,
+    ),
+    EconomicsModel(
         "marts.substitution_breakeven",
         frozenset({"ops.settings", "core.call_profiles", "core.dim_models", "core.dim_deployments",
                    "core.gpu_price_versions", "core.call_costs", "stg.substitutions"}),
@@ -93,8 +109,8 @@ ECONOMICS = (
         "marts.breakeven_outlook",
         frozenset({"ops.settings", "marts.spend_forecast", "marts.peak_concurrency", "core.call_profiles",
                    "core.dim_models", "core.dim_deployments", "core.gpu_price_versions", "core.call_costs",
-                   "stg.substitutions"}),
-        "The month forecast API spend first reaches the monthly cost of the deployments the peak needs (expected, "
+                   "stg.substitutions", "core.calls"}),
+        "The month forecast API spend first reaches the monthly cost of the deployments the peak or the queue needs (expected, "
         "earliest = upper 95 % bound, latest = lower 95 % bound). grain: model x to_model x deployment.",
         build_breakeven_outlook,
     ),
