@@ -34,7 +34,7 @@ lock: $(STAMP)
 	$(BIN)/uv pip compile --quiet --python-version 3.11 requirements.in -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .thinktax landing warehouse/*.duckdb*
+	rm -rf $(VENV) .thinktax var landing warehouse/*.duckdb*
 
 .PHONY: docs screenshot
 
@@ -45,8 +45,8 @@ docs: $(STAMP)
 	$(BIN)/python -m sources.contract docs/staging.md
 
 # docs/img/report.png: the demo's HTML report rendered by headless Chromium (Debian: apt-get
-# install -y chromium). Runs the demo into .thinktax/screenshot/, never into ./landing.
-SHOT := .thinktax/screenshot
+# install -y chromium). Runs the demo into var/screenshot/, never into ./landing.
+SHOT := var/screenshot
 screenshot: $(STAMP)
 	DAGSTER_HOME=$(CURDIR)/$(SHOT)/dagster_home $(BIN)/thinktax demo --landing $(SHOT)/landing --warehouse $(SHOT)/thinktax.duckdb
 	$(BIN)/thinktax report --warehouse $(SHOT)/thinktax.duckdb --out $(SHOT)/report.html --png docs/img/report.png
@@ -78,6 +78,6 @@ focus-validate: $(FOCUS_VENV)/.installed
 # a full JDK 17+ such as Debian's openjdk-17-jdk-headless) on sc://127.0.0.1:$(CONNECT_PORT), until Ctrl-C:
 # `thinktax run --engine spark --spark-remote sc://127.0.0.1:15002` then runs through it (docs/operations.md).
 CONNECT_PORT      ?= 15002
-CONNECT_WAREHOUSE ?= $(CURDIR)/.thinktax/connect/spark-warehouse
+CONNECT_WAREHOUSE ?= $(CURDIR)/var/connect/spark-warehouse
 connect-server: $(STAMP)
 	$(BIN)/python tools/spark_connect.py --port $(CONNECT_PORT) --warehouse $(CONNECT_WAREHOUSE)

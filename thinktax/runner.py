@@ -15,9 +15,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.config import DEFAULT_DAGSTER_HOME, move_old_defaults
 from warehouse.db import Build, run_lock
 
-STATE_DIR = ".thinktax"
+STATE_DIR = ".thinktax"  # tool venvs (focus-validator, Spark Connect); runtime data is under var/
 YAML_MARKER = "# Written by thinktax"
 
 DAGSTER_YAML = f"""\
@@ -49,8 +50,11 @@ def dagster_yaml(home: Path) -> str:
 
 
 def dagster_home() -> Path:
-    """$DAGSTER_HOME, else .thinktax/dagster_home in the working directory (with thinktax's dagster.yaml)."""
-    home = Path(os.environ.get("DAGSTER_HOME") or Path(STATE_DIR, "dagster_home")).resolve()
+    """$DAGSTER_HOME, else var/dagster_home in the working directory (with thinktax's dagster.yaml;
+    a .thinktax/dagster_home of before issue 27 is moved there once)."""
+    if not os.environ.get("DAGSTER_HOME"):
+        move_old_defaults()
+    home = Path(os.environ.get("DAGSTER_HOME") or DEFAULT_DAGSTER_HOME).resolve()
     home.mkdir(parents=True, exist_ok=True)
     cfg = home / "dagster.yaml"
     text = dagster_yaml(home)

@@ -11,7 +11,7 @@ from warehouse.db import Build
 
 class ThinktaxResource(dg.ConfigurableResource):
     """Paths left empty are resolved when a run starts, from THINKTAX_LANDING / THINKTAX_WAREHOUSE /
-    THINKTAX_CONFIG or the defaults (./landing, ./warehouse/thinktax.duckdb, ./thinktax.toml)."""
+    THINKTAX_CONFIG or the defaults (./landing, ./var/thinktax.duckdb, ./thinktax.toml)."""
 
     landing: str | None = None
     warehouse: str | None = None

@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="folder to write the files into (created if missing)")
     p.add_argument("--format", choices=["parquet", "csv"], default="parquet")
     p.add_argument("--month", help="only this month of ChargePeriodStart (YYYY-MM); default: every month")
-    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./warehouse/thinktax.duckdb)")
+    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./var/thinktax.duckdb)")
 
 
 def export_focus(con: duckdb.DuckDBPyConnection, out: Path, fmt: str = "parquet", month: str | None = None) -> list[tuple[Path, int]]:

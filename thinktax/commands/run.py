@@ -15,7 +15,7 @@ HELP = "Ingest every new file under the landing folder, rebuild the marts, run t
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--landing", help="landing folder (default $THINKTAX_LANDING or ./landing)")
-    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./warehouse/thinktax.duckdb)")
+    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./var/thinktax.duckdb)")
     p.add_argument("--config", help="thinktax.toml (default $THINKTAX_CONFIG or ./thinktax.toml if present)")
     p.add_argument("--days", metavar="FIRST:LAST",
                    help="daily partitions (UTC) to run, e.g. 2026-11-01:2026-11-30 (default: yesterday). "
