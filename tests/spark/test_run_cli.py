@@ -1,5 +1,6 @@
 """`thinktax run --engine spark` end to end on the mini landing folder: the hand-worked figures of
-tests/test_costs_hand_worked.py come out of Spark's tables.
+tests/test_costs_hand_worked.py come out of Spark's tables, and the run is a Dagster run (issue 27:
+the same job, assets, materialisations and checks as a DuckDB run, read from the instance).
 
 It reuses the test session's Spark (getOrCreate returns it) and re-creates the core and mart
 tables, so it runs after test_parity.py (file order), whose comparisons are already made.
@@ -20,6 +21,35 @@ from tests.spark.cli_json import canon, sql_json
 # tests/test_costs_hand_worked.py: r1 0.20225, r2 0.0028, r3 0.0567, r4 113.28, r5 28.32 (USD)
 R1, R2, R3, R4, R5 = D("0.20225"), D("0.0028"), D("0.0567"), D("113.28"), D("28.32")
 
+
+def _run_record(run_id: str) -> tuple[object, dict, set]:
+    """From the Dagster instance: the run, its materialisations (asset -> metadata) and its check
+    evaluations (asset, check, passed)."""
+    import dagster as dg  # noqa: PLC0415
+
+    with dg.DagsterInstance.get() as instance:
+        run = instance.get_run_by_id(run_id)
+        mats = {}
+        for r in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION, limit=10_000).records:
+            ev = r.event_log_entry.dagster_event
+            meta = {k: getattr(v, "value", v) for k, v in ev.step_materialization_data.materialization.metadata.items()}
+            key = ev.asset_key.to_user_string()
+            if key not in mats or "reason" not in meta:  # the step's own materialisation, not a late day's
+                mats[key] = meta
+        checks = {(r.event_log_entry.dagster_event.event_specific_data.asset_key.to_user_string(),
+                   r.event_log_entry.dagster_event.event_specific_data.check_name,
+                   r.event_log_entry.dagster_event.event_specific_data.passed)
+                  for r in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION, limit=10_000).records}
+    return run, mats, checks
+
+
+def _last_run_id() -> str:
+    import dagster as dg  # noqa: PLC0415
+
+    with dg.DagsterInstance.get() as instance:
+        return instance.get_runs(limit=1)[0].run_id
+
+
 @pytest.mark.slow
 def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path, capsys):
     from thinktax.cli import main  # noqa: PLC0415
@@ -33,7 +63,20 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "engine: spark" in out and "rebuild: full" in out
-    assert "files new: 4 (ingest on spark)" in out  # parsed on Spark's executors (warehouse/spark/ingest.py)
+    # a Spark run is a Dagster run of the same job: the same assets materialised and the same checks
+    # evaluated as a DuckDB run of the same landing, row counts on the models
+    import dagster as dg  # noqa: PLC0415
+
+    run, mats, checks = _run_record(_last_run_id())
+    assert run.job_name == "thinktax" and run.status == dg.DagsterRunStatus.SUCCESS
+    assert mats["ops/ingested_files"]["new_files"] == 4 and mats["ops/ingested_files"]["engine"] == "spark"
+    assert mats["core/call_costs"]["dagster/row_count"] == 5 and mats["core/call_costs"]["engine"] == "spark"
+    assert "ops/published_warehouse" in mats and all(passed for *_, passed in checks)
+    assert main(["run", "--landing", str(landing), "--warehouse", str(tmp_path / "duck" / "thinktax.duckdb"), "--quiet"]) == 0
+    _, duck_mats, duck_checks = _run_record(_last_run_id())
+    assert set(mats) == set(duck_mats) and checks == duck_checks
+    assert duck_mats["core/call_costs"]["dagster/row_count"] == 5 and duck_mats["core/call_costs"]["engine"] == "duckdb"
+    capsys.readouterr()
     assert warehouse.exists()  # the DuckDB build (ingest bookkeeping, staging) was published
     assert (folder / "spark" / "_staging").is_dir()  # (the test session keeps its own table folder)
     # the same folder answers `thinktax sql --engine spark --warehouse <folder>` and the DuckDB `thinktax sql`
@@ -65,7 +108,7 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
 
     # `thinktax sql --engine spark` registers the tables a run left (attach) and re-creates the view
     # models over them: marts.cost_per_task is the old-named view of marts.task_cost_breakdown (issue 17)
-    from warehouse.spark.pipeline import attach  # noqa: PLC0415
+    from warehouse.spark.engine import attach  # noqa: PLC0415
 
     spark.sql("DROP VIEW marts.cost_per_task")
     assert "marts.cost_per_task" in attach(spark, folder / "spark")
@@ -79,7 +122,7 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     rc = main(["run", "--engine", "spark", "--landing", f"file://{landing}", "--warehouse", str(folder)])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "files new: 0 (ingest on spark)" in out
+    assert _run_record(_last_run_id())[1]["ops/ingested_files"]["new_files"] == 0
     assert "re-made from the DuckDB build" not in out  # the Spark staging tables agreed with the published build
     assert spark.sql("SELECT count(*) FROM stg.requests").collect()[0][0] == 5
     costs = {r["request_id"]: r["cost_usd"] for r in spark.table("core.call_costs").collect()}

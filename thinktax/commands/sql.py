@@ -69,7 +69,7 @@ def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[t
     from pathlib import Path  # noqa: PLC0415
 
     from warehouse.spark.build import session  # noqa: PLC0415
-    from warehouse.spark.pipeline import attach, local_session  # noqa: PLC0415
+    from warehouse.spark.engine import attach, local_session  # noqa: PLC0415
 
     if args.spark_remote:
         spark = session(args.spark_remote)

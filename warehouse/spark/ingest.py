@@ -534,7 +534,7 @@ class SparkIngest:
 
     def _append(self, df, table: str, path: str) -> None:  # noqa: ANN001
         """Append ``df`` to ``table`` by way of a scratch Parquet copy (kept in ``written``: the rows
-        the DuckDB build gets, warehouse/spark/pipeline.py)."""
+        the DuckDB build gets, warehouse/spark/engine.py)."""
         df.write.mode("overwrite").parquet(path)
         self.spark.read.parquet(path).write.insertInto(table)
         self.written.setdefault(table, []).append((path, None, df.columns))
