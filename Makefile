@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 UV_VER  := 0.13.8
 STAMP   := $(VENV)/.installed
 
-.PHONY: run test dev bench lock clean venv
+.PHONY: run test check dev bench lock clean venv
 
 venv: $(STAMP)
 
@@ -22,6 +22,13 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The fast tier for the inner loop (issue 27): unit, parser and SQL-model fixture tests; no JVM,
+# no Postgres, no validator venv, nothing marked slow (markers in pyproject.toml, given in
+# tests/conftest.py by what a test needs). `make test` stays the whole suite and CI's command.
+CHECK_MARKERS := not slow and not spark and not postgres and not venv
+check: $(STAMP)
+	$(BIN)/python -m pytest -q -m "$(CHECK_MARKERS)"
 
 dev: $(STAMP)
 	$(BIN)/thinktax dev
