@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 
-from thinktax.config import resolve_paths
+from services.config import resolve_paths
 from warehouse.db import read_only
 
 NAME = "export"
