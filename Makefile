@@ -34,7 +34,7 @@ dev: $(STAMP)
 	$(BIN)/thinktax dev
 
 bench: $(STAMP)
-	$(BIN)/python -m thinktax.bench $(BENCH_ARGS)
+	$(BIN)/python -m tools.bench $(BENCH_ARGS)
 
 # Re-resolve the pinned versions (needs the package index).
 lock: $(STAMP)
@@ -48,7 +48,7 @@ clean:
 # docs/warehouse.md, generated from the column comments in warehouse/comments.py, and
 # docs/staging.md, from the staging contract in sources/contract.py (a test fails when either is stale).
 docs: $(STAMP)
-	$(BIN)/python -m thinktax.docs_gen
+	$(BIN)/python -m tools.docs_gen
 	$(BIN)/python -m sources.contract docs/staging.md
 
 # docs/img/report.png: the demo's HTML report rendered by headless Chromium (Debian: apt-get

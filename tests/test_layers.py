@@ -1,7 +1,7 @@
 """The floor plan: layers with arrows one way, and no import circles (import-linter contracts in
 pyproject.toml, ``[tool.importlinter]``).
 
-    thinktax (CLI) -> pipelines (Dagster) -> services -> warehouse -> sources | models
+    tools -> thinktax (CLI) -> pipelines (Dagster) -> services -> warehouse -> sources | models | synthetic
 
 and one seam between the engines (issue 27): the orchestrator reaches the Spark engine only
 through ``warehouse.engine``.
@@ -42,7 +42,7 @@ def _check(graph, contract: dict) -> bool:  # noqa: ANN001
         graph, verbose=False).kept
 
 
-ROOTS = ["thinktax", "pipelines", "services", "warehouse", "sources", "models"]
+ROOTS = ["tools", "thinktax", "pipelines", "services", "warehouse", "sources", "models", "synthetic"]
 
 
 def test_the_contracts_fail_on_the_imports_they_forbid():

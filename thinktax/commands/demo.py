@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from thinktax.demo import DemoSpec, is_demo_folder, write_landing  # noqa: PLC0415
+    from synthetic.demo import DemoSpec, is_demo_folder, write_landing  # noqa: PLC0415
 
     landing, warehouse = resolve_paths(args.landing, args.warehouse)
     if not args.force and not is_demo_folder(landing):
