@@ -140,7 +140,13 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
     from warehouse.sqlmodel import load_models  # noqa: PLC0415
 
-    landing = write_files(tmp_path / "landing", FILES)
+    # d1's GPU price of tests/test_economics_marts.py (0.000018 USD, chosen so that self-hosting wins
+    # on 3 calls) is below the Great Expectations floor of stg.deployments (0.01 USD per GPU-hour):
+    # a Spark run is a Dagster run now (issue 27), whose blocking staging suites would stop it, so
+    # this landing prices d1 at 0.018
+    files = {**FILES, "catalog/deployments.csv": FILES["catalog/deployments.csv"].replace(",0.000018\n", ",0.018\n")}
+    assert files["catalog/deployments.csv"] != FILES["catalog/deployments.csv"]
+    landing = write_files(tmp_path / "landing", files)
     # the DuckDB reference: the same landing, models and economics built directly, then published
     ref = tmp_path / "duck" / "thinktax.duckdb"
     con, _ = build_warehouse(landing, ref)
@@ -157,12 +163,14 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     assert "[spark] economics:" in out and "[spark] publish:" in out  # progress lines
 
     spark_sql = ["sql", "--engine", "spark", "--spark-warehouse", str(tmp_path / "spark"), "--format", "json"]
-    # hand-worked (tests/test_economics_marts.py): d1 in June, 3 calls $0.027, 1 x 0.000018 x 730 = $0.01314
-    # a month, savings 0.027 - 0.01314 = $0.013860, verdict self_host
-    d1 = sql_json(capsys, [*spark_sql, "SELECT api_calls, api_spend_usd, self_host_usd_per_month, savings_usd, verdict "
-                        "FROM marts.self_host_breakeven WHERE deployment = 'd1-h200-fp8' AND month = DATE '2026-06-01'"])
-    assert d1 == [{"api_calls": 3, "api_spend_usd": "0.027000", "self_host_usd_per_month": "0.013140",
-                   "savings_usd": "0.013860", "verdict": "self_host"}]
+    # hand-worked (tests/test_economics_marts.py): d1 in June, 3 calls $0.027; at 0.018 USD per GPU-hour
+    # 1 x 0.018 x 730 = $13.14 a month, savings 0.027 - 13.14 = -$13.113; the same row as DuckDB's
+    d1_sql = ("SELECT api_calls, api_spend_usd, self_host_usd_per_month, savings_usd, verdict "
+              "FROM marts.self_host_breakeven WHERE deployment = 'd1-h200-fp8' AND month = DATE '2026-06-01'")
+    d1 = sql_json(capsys, [*spark_sql, d1_sql])
+    assert [(r["api_calls"], r["api_spend_usd"], r["self_host_usd_per_month"], r["savings_usd"]) for r in d1] == [
+        (3, "0.027000", "13.140000", "-13.113000")]
+    assert d1 == sql_json(capsys, ["sql", "--warehouse", str(ref), "--format", "json", d1_sql])
 
     marts = [m.table for m in load_models() if m.schema == "marts"] + [e.table for e in ECONOMICS]
     differ = {}
