@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 UV_VER  := 0.13.8
 STAMP   := $(VENV)/.installed
 
-.PHONY: run test dev bench lock clean venv
+.PHONY: run test check dev bench lock clean venv
 
 venv: $(STAMP)
 
@@ -23,30 +23,37 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# The fast tier for the inner loop (issue 27): unit, parser and SQL-model fixture tests; no JVM,
+# no Postgres, no validator venv, nothing marked slow (markers in pyproject.toml, given in
+# tests/conftest.py by what a test needs). `make test` stays the whole suite and CI's command.
+CHECK_MARKERS := not slow and not spark and not postgres and not venv
+check: $(STAMP)
+	$(BIN)/python -m pytest -q -m "$(CHECK_MARKERS)"
+
 dev: $(STAMP)
 	$(BIN)/thinktax dev
 
 bench: $(STAMP)
-	$(BIN)/python -m thinktax.bench $(BENCH_ARGS)
+	$(BIN)/python -m tools.bench $(BENCH_ARGS)
 
 # Re-resolve the pinned versions (needs the package index).
 lock: $(STAMP)
 	$(BIN)/uv pip compile --quiet --python-version 3.11 requirements.in -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .thinktax landing warehouse/*.duckdb*
+	rm -rf $(VENV) .thinktax var landing warehouse/*.duckdb*
 
 .PHONY: docs screenshot
 
 # docs/warehouse.md, generated from the column comments in warehouse/comments.py, and
 # docs/staging.md, from the staging contract in sources/contract.py (a test fails when either is stale).
 docs: $(STAMP)
-	$(BIN)/python -m thinktax.docs_gen
+	$(BIN)/python -m tools.docs_gen
 	$(BIN)/python -m sources.contract docs/staging.md
 
 # docs/img/report.png: the demo's HTML report rendered by headless Chromium (Debian: apt-get
-# install -y chromium). Runs the demo into .thinktax/screenshot/, never into ./landing.
-SHOT := .thinktax/screenshot
+# install -y chromium). Runs the demo into var/screenshot/, never into ./landing.
+SHOT := var/screenshot
 screenshot: $(STAMP)
 	DAGSTER_HOME=$(CURDIR)/$(SHOT)/dagster_home $(BIN)/thinktax demo --landing $(SHOT)/landing --warehouse $(SHOT)/thinktax.duckdb
 	$(BIN)/thinktax report --warehouse $(SHOT)/thinktax.duckdb --out $(SHOT)/report.html --png docs/img/report.png
@@ -83,6 +90,6 @@ focus-validate: $(FOCUS_VENV)/.installed
 # a full JDK 17+ such as Debian's openjdk-17-jdk-headless) on sc://127.0.0.1:$(CONNECT_PORT), until Ctrl-C:
 # `thinktax run --engine spark --spark-remote sc://127.0.0.1:15002` then runs through it (docs/operations.md).
 CONNECT_PORT      ?= 15002
-CONNECT_WAREHOUSE ?= $(CURDIR)/.thinktax/connect/spark-warehouse
+CONNECT_WAREHOUSE ?= $(CURDIR)/var/connect/spark-warehouse
 connect-server: $(STAMP)
 	$(BIN)/python tools/spark_connect.py --port $(CONNECT_PORT) --warehouse $(CONNECT_WAREHOUSE)

@@ -8,8 +8,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_LANDING = "landing"
-DEFAULT_WAREHOUSE = "warehouse/thinktax.duckdb"
+# Runtime data lives under one folder of the working directory, outside the packages (issue 27):
+# the published DuckDB file and what sits next to it (report.html, the run lock, build files, the
+# DuckDB spill folder .thinktax_tmp), the Spark tables (var/spark) and the Dagster home
+# (var/dagster_home). `var` as in the Filesystem Hierarchy Standard's "variable data files";
+# /var/ is git-ignored, so nothing a run writes shows in `git status`.
+DEFAULT_VAR = "var"
+DEFAULT_WAREHOUSE = f"{DEFAULT_VAR}/thinktax.duckdb"
+DEFAULT_DAGSTER_HOME = f"{DEFAULT_VAR}/dagster_home"
 DEFAULT_CONFIG = "thinktax.toml"
+# the defaults before issue 27, inside the source tree: found and moved once (move_old_defaults)
+OLD_DEFAULT_WAREHOUSE = "warehouse/thinktax.duckdb"
+OLD_DEFAULT_SPARK = "warehouse/spark"
+OLD_DEFAULT_DAGSTER_HOME = ".thinktax/dagster_home"
 
 
 class ConfigError(ValueError):
@@ -163,7 +174,51 @@ def resolve_paths(landing: str | None, warehouse: str | None, *, folder: bool = 
     Spark engine, whose ``--warehouse`` names where its tables live) so does a path without a suffix
     that does not exist yet. The Spark tables then default to ``<that folder>/spark``."""
     land = landing or os.environ.get("THINKTAX_LANDING") or DEFAULT_LANDING
-    wh = Path(warehouse or os.environ.get("THINKTAX_WAREHOUSE") or DEFAULT_WAREHOUSE).resolve()
+    named = warehouse or os.environ.get("THINKTAX_WAREHOUSE")
+    if not named:
+        move_old_defaults()
+    wh = Path(named or DEFAULT_WAREHOUSE).resolve()
     if wh.is_dir() or (folder and not wh.exists() and not wh.suffix):
         wh = wh / WAREHOUSE_FILE
     return Path(land).resolve(), wh
+
+
+# what the Spark engine writes in its table folder (warehouse/spark/pipeline.py before issue 27):
+# the published build's pointer and folders, staging and hand-over tables, database folders
+_SPARK_DATA = ("CURRENT", "builds", "_staging", "_ingest", "_to_duckdb", "_economics")
+
+
+def _is_spark_data(p: Path) -> bool:
+    return p.name in _SPARK_DATA or p.name.endswith(".db") or p.name.startswith(".CURRENT")
+
+
+def move_old_defaults(root: Path | None = None, say=None) -> list[tuple[Path, Path]]:  # noqa: ANN001
+    """Runtime data at the default paths of before issue 27 (inside the source tree) moved once
+    under ./var/: the published file warehouse/thinktax.duckdb with its WAL and report.html, the
+    Spark tables among warehouse/spark/'s source files, the Dagster home .thinktax/dagster_home.
+    Only where the new place is still empty; each move is said on stderr. Returns (from, to)."""
+    import shutil  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    root = Path.cwd() if root is None else Path(root)
+    var = root / DEFAULT_VAR
+    moves: list[tuple[Path, Path]] = []
+    old_wh, new_wh = root / OLD_DEFAULT_WAREHOUSE, root / DEFAULT_WAREHOUSE
+    if old_wh.is_file() and not new_wh.exists():
+        for name in (old_wh.name, f"{old_wh.name}.wal", "report.html"):
+            if (old_wh.parent / name).is_file():
+                moves.append((old_wh.parent / name, var / name))
+    old_spark, new_spark = root / OLD_DEFAULT_SPARK, var / "spark"
+    if old_spark.is_dir() and not new_spark.exists():
+        moves += [(p, new_spark / p.name) for p in sorted(old_spark.iterdir()) if _is_spark_data(p)]
+    old_home, new_home = root / OLD_DEFAULT_DAGSTER_HOME, root / DEFAULT_DAGSTER_HOME
+    yaml = old_home / "dagster.yaml"
+    # a dagster.yaml someone edited (no thinktax marker) may name its folder: left where it is
+    if old_home.is_dir() and not new_home.exists() and (not yaml.exists() or yaml.read_text().startswith("# Written by thinktax")):
+        moves.append((old_home, new_home))
+    for src, dst in moves:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(src), str(dst))
+        (say or (lambda m: print(m, file=sys.stderr)))(
+            f"thinktax: moved {src.relative_to(root)} to {dst.relative_to(root)} (runtime data now lives under ./{DEFAULT_VAR}/)")
+    return moves

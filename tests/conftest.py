@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from thinktax.config import Config
+from services.config import Config
 from warehouse.db import Build
 from warehouse.ingest import Ingestor, IngestSummary
 from warehouse.transform import build_all
@@ -104,3 +104,20 @@ def _isolated_dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("THINKTAX_GX_WORKER", "0")
     for var in ("THINKTAX_LANDING", "THINKTAX_WAREHOUSE", "THINKTAX_CONFIG"):
         monkeypatch.delenv(var, raising=False)
+
+
+# ---- test tiers (issue 27 item 5) ------------------------------------------------------------
+# `make check` is the fast tier: `-m "not slow and not spark and not postgres and not venv"`;
+# `make test` (CI) runs everything. The markers are given here by what a test needs, so that a new
+# test in tests/spark/ or one using the Postgres or validator-venv fixtures lands in the right tier.
+_TIER_FIXTURES = {"server": "postgres", "validator": "venv", "spark": "spark", "scenario": "spark",
+                  "connect_server": "spark"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:  # noqa: ARG001
+    for item in items:
+        if "spark" in Path(str(item.fspath)).parts[-2:-1]:
+            item.add_marker(pytest.mark.spark)
+        for fixture, marker in _TIER_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(getattr(pytest.mark, marker))

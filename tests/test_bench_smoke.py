@@ -13,7 +13,8 @@ from pathlib import Path
 
 import duckdb
 
-from thinktax import bench, benchgen
+from synthetic import benchgen
+from tools import bench
 from warehouse.transform import build_all
 
 LAST_LINE = re.compile(r"^floor_ratio=(\d+\.\d+) incremental_growth=(\d+\.\d+)$")

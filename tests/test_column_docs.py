@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 import bi_landing
-from thinktax import docs_gen
+from tools import docs_gen
 from warehouse import comments
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "warehouse.md"

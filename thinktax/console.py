@@ -71,6 +71,9 @@ def run_with_progress(landing: Path, warehouse: Path, config: str | None, *, qui
     def on_step(step: str, detail: str) -> None:
         if status is None:
             return
+        if step == "spark":  # the Spark engine's own steps (session, ingest, economics, publish), one line each
+            print(f"[spark] {detail}", flush=True)
+            return
         counts[step] = counts.get(step, 0) + 1
         label = {"prepare": "preparing build", "ingest": f"ingesting file {counts['ingest']}",
                  "build": f"building model {counts['build']}", "publish": "publishing"}.get(step, step)
@@ -111,7 +114,10 @@ def print_summary(warehouse: Path, console: Console | None = None) -> None:
         files = con.sql(
             "SELECT count(*), sum(rows_in), sum(rows_loaded), sum(rows_duplicate), sum(rows_quarantined) FROM ops.ingested_files"
         ).fetchall()[0]
-        span = con.sql("SELECT min(day), max(day), count(*), count(DISTINCT task_id) FROM core.call_costs").fetchall()[0]
+        # after a Spark run the per-call tables live in Spark only: the span from the per-task mart
+        per_call = con.sql("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'core' AND table_name = 'call_costs'").fetchall()[0][0]
+        span = con.sql("SELECT min(day), max(day), count(*), count(DISTINCT task_id) FROM core.call_costs" if per_call else
+                       "SELECT min(day), max(day), coalesce(sum(calls), 0), count(DISTINCT task_id) FROM marts.task_costs").fetchall()[0]
         spend = con.sql(
             "SELECT sum(cost_usd), sum(reasoning_cost_usd) FROM marts.daily_spend WHERE source <> 'api_bill'"
         ).fetchall()[0]

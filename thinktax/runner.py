@@ -15,9 +15,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.config import DEFAULT_DAGSTER_HOME, move_old_defaults
 from warehouse.db import Build, run_lock
 
-STATE_DIR = ".thinktax"
+STATE_DIR = ".thinktax"  # tool venvs (focus-validator, Spark Connect); runtime data is under var/
 YAML_MARKER = "# Written by thinktax"
 
 DAGSTER_YAML = f"""\
@@ -49,8 +50,11 @@ def dagster_yaml(home: Path) -> str:
 
 
 def dagster_home() -> Path:
-    """$DAGSTER_HOME, else .thinktax/dagster_home in the working directory (with thinktax's dagster.yaml)."""
-    home = Path(os.environ.get("DAGSTER_HOME") or Path(STATE_DIR, "dagster_home")).resolve()
+    """$DAGSTER_HOME, else var/dagster_home in the working directory (with thinktax's dagster.yaml;
+    a .thinktax/dagster_home of before issue 27 is moved there once)."""
+    if not os.environ.get("DAGSTER_HOME"):
+        move_old_defaults()
+    home = Path(os.environ.get("DAGSTER_HOME") or DEFAULT_DAGSTER_HOME).resolve()
     home.mkdir(parents=True, exist_ok=True)
     cfg = home / "dagster.yaml"
     text = dagster_yaml(home)
@@ -76,6 +80,11 @@ class RunOptions:
     days: tuple[dt.date, dt.date] | None = None  # partitions to run (inclusive); None: yesterday (UTC)
     as_of: dt.date | None = None  # the alert window's last day; None: the latest day with calls
     full_rebuild: bool = False  # rebuild every table whole, not only the days new files touch
+    # the engine (warehouse/engine.py); None: [engine] in thinktax.toml. A Spark run is this same
+    # Dagster job: the same assets, materialisations, checks and run record
+    engine: str | None = None  # 'duckdb' or 'spark'
+    spark_remote: str | None = None  # 'sc://host:port'
+    spark_warehouse: str | None = None  # where the Spark tables live
 
 
 def parse_days(text: str) -> tuple[dt.date, dt.date]:
@@ -113,13 +122,16 @@ def partition_args(days: tuple[dt.date, dt.date]) -> dict:
                      "dagster/asset_partition_range_end": last.isoformat()}}
 
 
-def job_run_config(as_of: dt.date | None, *, landing: Path | None = None, warehouse: Path | None = None,
-                   config: str | None = None, full_rebuild: bool = False, rebuild_requested_days: bool = True) -> dict:
+def job_run_config(as_of: dt.date | None, *, landing: Path | str | None = None, warehouse: Path | None = None,
+                   config: str | None = None, full_rebuild: bool = False, rebuild_requested_days: bool = True,
+                   engine: str | None = None, spark_remote: str | None = None, spark_warehouse: str | None = None) -> dict:
     """Run config of the `thinktax` job: quiet console logs; where to work (the resource); the
     plan's options (the ingest step); the alert's window end if given."""
     run_config: dict = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     paths = {k: str(v) for k, v in (("landing", landing), ("warehouse", warehouse),
-                                     ("config_path", Path(config).resolve() if config else None)) if v}
+                                     ("config_path", Path(config).resolve() if config else None),
+                                     ("engine_kind", engine), ("spark_remote", spark_remote),
+                                     ("spark_warehouse", spark_warehouse)) if v}
     if paths:
         run_config["resources"] = {"thinktax": {"config": paths}}
     ops: dict = {"ingest_landing": {"config": {"full_rebuild": full_rebuild,
@@ -138,7 +150,7 @@ class RunOutcome:
     error: str | None = None
 
 
-def run_pipeline(landing: Path, warehouse: Path, config: str | None, options: RunOptions | None = None) -> RunOutcome:
+def run_pipeline(landing: Path | str, warehouse: Path, config: str | None, options: RunOptions | None = None) -> RunOutcome:
     """Materialise every asset once (the `thinktax` job). The published warehouse changes only on success.
 
     ``options.days`` are the daily partitions the run is for (default: yesterday, UTC): days asked
@@ -159,7 +171,8 @@ def run_pipeline(landing: Path, warehouse: Path, config: str | None, options: Ru
     # The CLI reports a failure itself: the daemon (if one runs on this instance) must not retry it.
     tags = {"dagster/max_retries": "0", **part.pop("tags", {})}
     run_config = job_run_config(opts.as_of, landing=landing, warehouse=warehouse, config=config,
-                                full_rebuild=opts.full_rebuild, rebuild_requested_days=opts.days is not None)
+                                full_rebuild=opts.full_rebuild, rebuild_requested_days=opts.days is not None,
+                                engine=opts.engine, spark_remote=opts.spark_remote, spark_warehouse=opts.spark_warehouse)
     with run_lock(warehouse), dg.DagsterInstance.get() as instance:
         job = defs.resolve_job_def("thinktax")
         result = job.execute_in_process(

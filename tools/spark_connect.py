@@ -161,7 +161,7 @@ class Server:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--port", type=int, default=15002, help="gRPC port on 127.0.0.1 (default Spark's 15002)")
-    p.add_argument("--warehouse", default=str(REPO / ".thinktax" / "connect" / "spark-warehouse"),
+    p.add_argument("--warehouse", default=str(REPO / "var" / "connect" / "spark-warehouse"),
                    help="the server's spark.sql.warehouse.dir: where its tables live")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more server settings")
     args = p.parse_args(argv)

@@ -8,7 +8,7 @@ REPLACE TABLE`` on every run, which drops their comments, so the pipeline calls 
 build just before publishing it (`published_warehouse`).
 
 Every column comment reads ``<meaning>. Unit: <unit>.``; `docs/warehouse.md` is generated from
-these comments (`make docs`, `thinktax.docs_gen`). A mart's table comment is the header comment
+these comments (`make docs`, `tools.docs_gen`). A mart's table comment is the header comment
 of its SQL file (what it is, its grain), so it cannot drift from the SQL.
 
 Adding a column to a mart or an ops table: add its line below (tests/test_column_docs.py fails

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from warehouse import sqlmodel
+from warehouse.sqlmodel import downstream  # the one downstream (issue 27); also imported from here
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 
 # price sheet staging table -> the model holding its price history (diffed to find what changed)
@@ -222,15 +223,6 @@ def tables_with_new_rows(con: duckdb.DuckDBPyConnection, build_id: str | None) -
     if build_id is None:
         return set()
     return {r[0] for r in con.execute(_NEW_ROWS_TABLES, [build_id]).fetchall()}
-
-
-def downstream(models, tables: set[str]) -> set[str]:  # noqa: ANN001
-    """The models that read any of ``tables``, directly or through other models."""
-    out: set[str] = set()
-    for m in models:  # dependency order
-        if m.deps & (tables | out):
-            out.add(m.table)
-    return out
 
 
 def _stale(con: duckdb.DuckDBPyConnection, models, present: set[str] | None = None) -> tuple[set[str], str]:  # noqa: ANN001

@@ -745,61 +745,77 @@ class Ingestor:
         return dup, conflict
 
 
-def verdicts(con: duckdb.DuckDBPyConnection, table: str, key: tuple[str, ...] | None, col_names: list[str],
-             rows: str, order: tuple[str, ...]) -> bool:
-    """Add ``_verdict`` ('new', 'duplicate', 'conflict') to the temp table ``rows`` (one file's rows,
-    or a batch's: ``order`` = their position, e.g. ``("_file", "_ord")``) against the rows stored in
-    ``table`` under the natural ``key`` and against the earlier rows of ``rows`` itself. Returns
-    False when every row is new (no key, or no key stored nor repeated: nothing to count)."""
-    if not key:
-        con.execute(f"ALTER TABLE {rows} ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
-        return False
-    values = [c for c in col_names if c != "line"]
+def verdict_sql(rows: str, stored: str | None, key: tuple[str, ...], values: list[str], order: tuple[str, ...],
+                empty_types: dict[str, str] | None = None) -> str:
+    """The one de-duplication rule (issue 27), as a SELECT in DuckDB's dialect: every row of ``rows``
+    (in ``order``) with ``_verdict`` -- 'duplicate' when a row of ``stored`` (or an earlier row of
+    ``rows``) has the same natural ``key`` and the same ``values``, 'conflict' when it has the same
+    key and other values, else 'new' -- plus the helper columns ``_rn``, ``_first_vals``. The DuckDB
+    ingest runs it as is (``verdicts``); the Spark ingest renders it for Spark SQL with sqlglot
+    (warehouse/spark/ingest.py), so the rule is written once. ``stored`` None: nothing stored has
+    these keys (the DuckDB ingest's fast path), typed by ``empty_types``."""
     k = ", ".join(f'"{c}"' for c in key)
     pos = ", ".join(order)
 
     def vals(alias: str) -> str:
         return "struct_pack(" + ", ".join(f'"{c}" := {alias}."{c}"' for c in values) + ")"
 
+    if stored is not None:
+        key_eq = " AND ".join(f'i."{c}" IS NOT DISTINCT FROM s."{c}"' for c in key)
+        existing = (f"SELECT {', '.join(f'i.{c} AS _e{c}' for c in order)}, "
+                    f"bool_or({vals('i')} IS NOT DISTINCT FROM {vals('s')}) AS same_vals "
+                    f"FROM ranked i JOIN {stored} s ON {key_eq} GROUP BY {', '.join(f'i.{c}' for c in order)}")
+    else:
+        existing = ("SELECT " + ", ".join(f"NULL::{(empty_types or {})[c]} AS _e{c}" for c in order)
+                    + ", NULL::BOOLEAN AS same_vals WHERE false")
+    hit = f"e._e{order[0]} IS NOT NULL"
+    on = " AND ".join(f"ranked.{c} = e._e{c}" for c in order)
+    return f"""WITH ranked AS (
+            SELECT *, row_number() OVER (PARTITION BY {k} ORDER BY {pos}) AS _rn,
+                   first_value({vals(rows)}) OVER (PARTITION BY {k} ORDER BY {pos}
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _first_vals
+            FROM {rows}
+        ),
+        existing AS (
+            {existing}
+        )
+        SELECT ranked.*,
+               CASE
+                   WHEN {hit} AND e.same_vals THEN 'duplicate'
+                   WHEN {hit} THEN 'conflict'
+                   WHEN _rn > 1 AND {vals('ranked')} IS NOT DISTINCT FROM _first_vals THEN 'duplicate'
+                   WHEN _rn > 1 THEN 'conflict'
+                   ELSE 'new'
+               END AS _verdict
+        FROM ranked LEFT JOIN existing e ON {on}"""
+
+
+def verdicts(con: duckdb.DuckDBPyConnection, table: str, key: tuple[str, ...] | None, col_names: list[str],
+             rows: str, order: tuple[str, ...]) -> bool:
+    """Add ``_verdict`` ('new', 'duplicate', 'conflict') to the temp table ``rows`` (one file's rows,
+    or a batch's: ``order`` = their position, e.g. ``("_file", "_ord")``) against the rows stored in
+    ``table`` under the natural ``key`` and against the earlier rows of ``rows`` itself (the rule:
+    ``verdict_sql``). Returns False when every row is new (no key, or no key stored nor repeated:
+    nothing to count)."""
+    if not key:
+        con.execute(f"ALTER TABLE {rows} ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
+        return False
+    values = [c for c in col_names if c != "line"]
+    k = ", ".join(f'"{c}"' for c in key)
+    pos = ", ".join(order)
     key_eq = " AND ".join(f'i."{c}" IS NOT DISTINCT FROM s."{c}"' for c in key)
     # Is any key of the rows stored already? A scan of the key column(s) only. Usually not (a new
-    # day of calls): then the comparison of whole rows below, which reads every column of the
-    # stored table, is skipped, and the cost of a new file barely grows with the history.
+    # day of calls): then the comparison of whole rows, which reads every column of the stored
+    # table, is skipped, and the cost of a new file barely grows with the history.
     seen = con.execute(f"SELECT 1 FROM {table} s SEMI JOIN {rows} i ON {key_eq} LIMIT 1").fetchall() != []
-    if seen:
-        existing = f"""SELECT {', '.join(f'i.{c}' for c in order)},
-                   bool_or({vals('i')} IS NOT DISTINCT FROM {vals('s')}) AS same_vals
-            FROM ranked i JOIN {table} s ON {key_eq}
-            GROUP BY {', '.join(f'i.{c}' for c in order)}"""
-    else:
+    if not seen:
         n, keys = con.execute(
             f"SELECT (SELECT count(*) FROM {rows}), (SELECT count(*) FROM (SELECT DISTINCT {k} FROM {rows}))"
         ).fetchall()[0]
         if n == keys:  # no key stored, none repeated in the rows: every row is new
             con.execute(f"ALTER TABLE {rows} ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
             return False
-        types = {"_file": "INTEGER", "_ord": "BIGINT"}
-        existing = ("SELECT " + ", ".join(f"NULL::{types[c]} AS {c}" for c in order)
-                    + ", NULL::BOOLEAN AS same_vals WHERE false")
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE {rows} AS
-        WITH ranked AS (
-            SELECT *, row_number() OVER (PARTITION BY {k} ORDER BY {pos}) AS _rn,
-                   first_value({vals(rows)}) OVER (PARTITION BY {k} ORDER BY {pos}) AS _first_vals
-            FROM {rows}
-        ),
-        existing AS (
-            {existing}
-        )
-        SELECT ranked.* EXCLUDE (_rn, _first_vals),
-               CASE
-                   WHEN e._ord IS NOT NULL AND e.same_vals THEN 'duplicate'
-                   WHEN e._ord IS NOT NULL THEN 'conflict'
-                   WHEN _rn > 1 AND {vals('ranked')} IS NOT DISTINCT FROM _first_vals THEN 'duplicate'
-                   WHEN _rn > 1 THEN 'conflict'
-                   ELSE 'new'
-               END AS _verdict
-        FROM ranked LEFT JOIN existing e USING ({pos})
-        ORDER BY {pos}"""
-    )
+    sql = verdict_sql(rows, table if seen else None, key, values, order,
+                      empty_types={"_file": "INTEGER", "_ord": "BIGINT"})
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {rows} AS SELECT * EXCLUDE (_rn, _first_vals) FROM ({sql}) ORDER BY {pos}")
     return True

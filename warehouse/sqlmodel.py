@@ -286,10 +286,12 @@ def load_models(engine: str = "duckdb") -> tuple[SqlModel, ...]:
     return _load()
 
 
-def downstream(models: tuple[SqlModel, ...], tables: set[str]) -> set[str]:
-    """``tables`` and every model that reads one of them, transitively."""
-    out = set(tables)
+def downstream(models: tuple[SqlModel, ...] | list[SqlModel], tables: set[str]) -> set[str]:
+    """The models that read any of ``tables``, directly or through other models (``tables``
+    themselves only where they are such a model). The one ``downstream`` (issue 27): the plan
+    (warehouse/incremental.py) and the Dagster graph use this one."""
+    out: set[str] = set()
     for m in models:  # dependency order
-        if m.deps & out:
+        if m.deps & (tables | out):
             out.add(m.table)
     return out

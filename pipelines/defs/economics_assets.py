@@ -29,7 +29,10 @@ SELF_HOST_BREAKEVEN = dg.AssetKey(["marts", "self_host_breakeven"])
 
 
 @dataclass(frozen=True)
-class EconomicsModel:
+class PythonMart:
+    """A mart built in Python (issue 27: not a "model": a model is a SQL model, sql/*/*.sql ->
+    warehouse.sqlmodel.SqlModel; models/ is the pure economics the builders call)."""
+
     table: str
     deps: frozenset[str]  # 'schema.table' names it reads
     description: str
@@ -44,14 +47,16 @@ class EconomicsModel:
         return dg.AssetKey(self.table.split("."))
 
 
+EconomicsModel = PythonMart  # the name before issue 27
+
 ECONOMICS = (
-    EconomicsModel(
+    PythonMart(
         "marts.gpu_sizing", frozenset({"ops.settings", "core.call_profiles", "core.dim_models", "core.dim_deployments"}),
         "Whether and how each deployment's model fits its GPU set-up, on the model's observed p50 and "
         "p95 call profiles (newest month). grain: model x gpu_type x gpus x precision x profile.",
         build_gpu_sizing,
     ),
-    EconomicsModel(
+    PythonMart(
         "marts.self_host_breakeven",
         frozenset({"ops.settings", "core.call_profiles", "core.dim_models", "core.dim_deployments",
                    "core.gpu_price_versions", "core.call_costs"}),
@@ -59,7 +64,7 @@ ECONOMICS = (
         "capacity, deployments needed, break-even volume, savings, verdict. grain: month x model x deployment.",
         build_self_host_breakeven,
     ),
-    EconomicsModel(
+    PythonMart(
         "marts.spend_forecast", frozenset({"ops.settings", "marts.daily_spend", "core.call_costs"}),
         "API and self-hosted spend forecast per month for all, each team and each model, with 80 % and 95 % "
         "intervals (chosen per series by a rolling-origin backtest on month totals across the daily and monthly grains: "
@@ -67,20 +72,20 @@ ECONOMICS = (
         build_spend_forecast,
         warm=forecast.prewarm,
     ),
-    EconomicsModel(
+    PythonMart(
         "marts.budget_outlook", frozenset({"ops.settings", "marts.spend_forecast", "stg.budgets"}),
         "Each budgeted team's forecast months (marts.spend_forecast, team scope, API + self-hosted) against its "
         "monthly budget: expected status and whether the 95 % upper bound exceeds it. grain: team x month.",
         build_budget_outlook,
     ),
-    EconomicsModel(
+    PythonMart(
         "marts.deployment_offers",
         frozenset({"ops.settings", "core.dim_models", "core.dim_deployments", "core.gpu_price_versions"}),
         "Every GPU price sheet row in force that can host each deployment, its monthly cost and rank; is_used marks "
         "the cheapest on-demand offer a deployment without its own price takes. grain: deployment x offer.",
         build_deployment_offers,
     ),
-    EconomicsModel(
+    PythonMart(
         "marts.peak_capacity",
         frozenset({"ops.settings", "marts.peak_concurrency", "core.call_profiles", "core.dim_models",
                    "core.dim_deployments", "stg.substitutions", "core.call_costs"}),
@@ -88,7 +93,7 @@ ECONOMICS = (
         "grain: deployment x from_model.",
         build_peak_capacity,
     ),
-    EconomicsModel(
+    PythonMart(
         "marts.capacity_plan",
         frozenset({"ops.settings", "marts.peak_concurrency", "core.call_profiles", "core.dim_models",
                    "core.dim_deployments", "stg.substitutions", "core.call_costs", "core.calls"}),
@@ -97,7 +102,7 @@ ECONOMICS = (
         "grain: deployment x from_model.",
         build_capacity_plan,
     ),
-    EconomicsModel(
+    PythonMart(
         "marts.substitution_breakeven",
         frozenset({"ops.settings", "core.call_profiles", "core.dim_models", "core.dim_deployments",
                    "core.gpu_price_versions", "core.call_costs", "stg.substitutions"}),
@@ -105,7 +110,7 @@ ECONOMICS = (
         "scaled by catalog/substitutions.csv. grain: month x from_model x to_model x deployment.",
         build_substitution_breakeven,
     ),
-    EconomicsModel(
+    PythonMart(
         "marts.breakeven_outlook",
         frozenset({"ops.settings", "marts.spend_forecast", "marts.peak_concurrency", "core.call_profiles",
                    "core.dim_models", "core.dim_deployments", "core.gpu_price_versions", "core.call_costs",

@@ -2,7 +2,11 @@
 
 Wiring only: parsing lives in sources/, SQL in sql/, DuckDB handling in warehouse/. Every asset
 writes the run's private build file; `published_warehouse` renames it over the published one
-once every blocking check upstream has passed.
+once every blocking check upstream has passed. Where the landing files are parsed and the SQL
+models built and checked is the engine's business (warehouse/engine.py: DuckDB, or Apache Spark
+with `[engine] kind = "spark"` / `thinktax run --engine spark`): the same assets, materialisations
+and checks either way; the DuckDB build stays the control plane (ops tables, the plan, the file
+that is published).
 
 Two steps do the data work, so a run pays Dagster's per-step cost (a process-local step
 start, its events written to the instance's event log) a handful of times, not once per table:
@@ -48,8 +52,7 @@ from pipelines.defs.resources import ThinktaxResource
 from warehouse import comments, expectations, incremental
 from warehouse.checks import SqlCheck, load_checks
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
-from warehouse.ingest import BUILD_COMMIT_EVERY, Ingestor
-from warehouse.rebuild import rebuild
+from warehouse.engine import Engine, close_engine
 from warehouse.transform import load_models
 
 SETTINGS = dg.AssetKey(["ops", "settings"])
@@ -116,19 +119,19 @@ def late_partitions(touched: list[dt.date], requested: set[str]) -> list[str]:
     return days if len(days) <= LATE_DAYS_MAX else []
 
 
-def _model_checks(table: str, checks, con, failed: set[str]):  # noqa: ANN001, ANN202
-    """The selected SQL checks of one model table, as check results; a table with a failing
-    check is added to ``failed``."""
+def _model_checks(table: str, checks, con, failed: set[str], engine: Engine):  # noqa: ANN001, ANN202
+    """The selected SQL checks of one model table, run where the engine built it, as check results;
+    a table with a failing check is added to ``failed``."""
     for c in MODEL_CHECKS:
         if c.asset == table and dg.AssetCheckKey(key_of(c.asset), c.name) in checks:
-            res = _check_result(c, con)
+            res = _check_result(c, con, engine)
             if not res.passed:
                 failed.add(table)
             yield res
 
 
-def _check_result(check: SqlCheck, con) -> dg.AssetCheckResult:  # noqa: ANN001
-    bad, sample = check.run(con)
+def _check_result(check: SqlCheck, con, engine: Engine | None = None) -> dg.AssetCheckResult:  # noqa: ANN001
+    bad, sample = check.run(con) if engine is None else engine.check(con, check)
     return dg.AssetCheckResult(
         asset_key=key_of(check.asset), check_name=check.name, passed=bad == 0,
         metadata={"offending_rows": bad, "sample": dg.MetadataValue.json([{k: str(v) for k, v in r.items()} for r in sample])},
@@ -180,19 +183,32 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
     """Start the build, ingest every new landing file (by content hash), check the new rows, plan the rebuild."""
     cfg = thinktax.config()
     build_ = thinktax.build(context.run.run_id)
+    engine = thinktax.engine(build_, cfg)
+    try:
+        yield from _ingest(context, config, thinktax, cfg, build_, engine)
+    except BaseException:
+        engine.abandon()
+        close_engine(build_.build_id)
+        raise
+
+
+def _ingest(context, config, thinktax, cfg, build_, engine: Engine) -> Iterator:  # noqa: ANN001
     progress.report("prepare", str(build_.path))
     build_.start(cfg.settings_row())
-    yield dg.MaterializeResult(asset_key=SETTINGS, metadata={"build_file": str(build_.path), "config": cfg.source or "defaults"})
+    yield dg.MaterializeResult(asset_key=SETTINGS, metadata={"build_file": str(build_.path), "config": cfg.source or "defaults",
+                                                             "engine": engine.kind})
     with build_.connect() as con, expectations.worker_scope():
         # the build is thrown away unless the whole run succeeds: files are committed in groups
-        summary = Ingestor(con, thinktax.landing_dir, commit_every=BUILD_COMMIT_EVERY).ingest(
-            progress=lambda f: progress.report("ingest", f), on_new=expectations.start_worker)
+        summary = engine.ingest(con, thinktax.landing_source, progress=lambda f: progress.report("ingest", f),
+                                on_new=expectations.start_worker)
         # the new rows go to Great Expectations now: the worker validates them while the step plans
         validations = gx_submit(con, build_.build_id, staging_tables())
         touched = record_new_file_days(con, build_.build_id)
         tags = dict(context.run.tags)
         scope = incremental.plan(con, build_.build_id, full=config.full_rebuild,
-                                 extra_days=requested_days(tags) if config.rebuild_requested_days else [])
+                                 extra_days=requested_days(tags) if config.rebuild_requested_days else [],
+                                 present=engine.present())
+        engine.prepare(con)  # the small tables the engine's models read (ops; staging on Spark)
         new = summary.new_files
         for f in new:
             if f.status == "unreadable":
@@ -204,8 +220,8 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
                                 f"(expected catalog/{path}); it is sized from models.csv's own columns, if any")
         totals = {k: summary.total(k) for k in ("rows_in", "rows_loaded", "rows_duplicate", "rows_quarantined")}
         context.log.info(f"ingested {len(new)} new file(s) of {len(summary.files)}: {totals}")
-        context.log.info(scope.summary())
-        days = {"days_touched": len(touched), "rebuild": "full" if scope.full else "incremental",
+        context.log.info(f"engine: {engine.kind}; " + scope.summary())
+        days = {"engine": engine.kind, "days_touched": len(touched), "rebuild": "full" if scope.full else "incremental",
                 "rebuild_reason": scope.reason, "days_rebuilt": len(scope.days),
                 "tables_rebuilt": "all" if scope.tables is None else len(scope.tables),
                 "first_day_touched": str(touched[0]) if touched else "", "last_day_touched": str(touched[-1]) if touched else ""}
@@ -260,75 +276,94 @@ with warnings.catch_warnings():
     def warehouse_models(context: dg.AssetExecutionContext, config: AlertConfig, thinktax: ThinktaxResource) -> Iterator:
         """Rebuild the selected models in dependency order by the run's plan, each table's checks
         right after it; then the alert and the publish, unless a blocking check failed."""
-        selected = context.selected_asset_keys
-        checks = context.selected_asset_check_keys
         build_ = thinktax.build(context.run.run_id)
-        requested = {d.isoformat() for d in requested_days(dict(context.run.tags))}
-        failed: set[str] = set()  # tables whose blocking check failed: nothing downstream is built
-        with build_.connect() as con:
-            scope = incremental.current(con, build_.build_id)
-            touched = run_days(con, build_.build_id)
-            late = late_partitions(touched, requested)
-            # a run that rebuilds nothing: no table changed since the run that built it, whose
-            # checks passed (it was published), so they are not run again
-            nothing = not scope.full and scope.tables is not None and not scope.tables
-            with_new_rows = incremental.tables_with_new_rows(con, build_.build_id)
-            for e in ECONOMICS:
-                if e.warm is not None and e.key in selected and _rebuilds(con, e, scope, set(scope.tables or ()) | with_new_rows):
-                    e.warm()
-            kept = 0
-            for m in MODELS:
-                if key_of(m.table) not in selected:
-                    continue
-                if m.deps & failed:
-                    failed.add(m.table)
-                    context.log.warning(f"{m.table}: not built, an input failed a blocking check")
-                    continue
-                progress.report("build", m.table)
-                done = rebuild(con, m, scope, build_.build_id)
-                if done.mode == "kept":
-                    # the published table, unchanged (but its build_id): not materialised again --
-                    # its last materialisation is the run that built it
-                    kept += 1
-                    if not nothing:
-                        yield from _model_checks(m.table, checks, con, failed)
-                    continue
-                # marts show their schema (with column docs) and a preview of their head in the UI
-                meta = (table_metadata(con, m.table, rows=done.rows) if m.schema == "marts"
-                        else {"dagster/row_count": done.rows})
-                meta["rebuild"] = done.describe()
-                daily = m.table in DAILY_TABLES
-                if daily and touched:
-                    # the days that late files touched were replaced too (whole table or those days): say so
-                    for day in late:
-                        context.log_event(dg.AssetMaterialization(
-                            asset_key=key_of(m.table), partition=day,
-                            metadata={"reason": "day touched by a file ingested in this run", "dagster/row_count": done.rows}))
-                    meta |= {"days_touched_by_new_files": len(touched), "late_days_recorded": len(late)}
-                yield dg.MaterializeResult(asset_key=key_of(m.table), metadata=meta)
-                yield from _model_checks(m.table, checks, con, failed)
-            # an economics mart is rebuilt when a model it reads was, a staging table it reads got
-            # rows in this run (catalog files such as substitutions.csv), or an economics mart it reads was
-            changed = set(scope.tables or ()) | with_new_rows
-            for e in ECONOMICS:
-                if e.key not in selected:
-                    continue
-                if e.deps & failed:
-                    continue
-                if _rebuilds(con, e, scope, changed):
-                    changed.add(e.table)
-                    progress.report("build", e.table)
-                    yield dg.MaterializeResult(asset_key=e.key, metadata=result_metadata(context, e.builder(con)))
-                else:
-                    kept += 1  # kept as published: not materialised again (as the SQL models above)
-        if kept and kept == len(selected & set(MODEL_KEYS)):
-            context.log.info("rebuild: nothing (no new rows, no requested days): every table kept as published")
+        engine = thinktax.engine(build_)
+        try:
+            yield from _models(context, config, thinktax, build_, engine)
+        except BaseException:
+            engine.abandon()
+            close_engine(build_.build_id)
+            raise
+
+
+def _models(context, config, thinktax, build_, engine: Engine) -> Iterator:  # noqa: ANN001, C901
+    selected = context.selected_asset_keys
+    checks = context.selected_asset_check_keys
+    requested = {d.isoformat() for d in requested_days(dict(context.run.tags))}
+    failed: set[str] = set()  # tables whose blocking check failed: nothing downstream is built
+    with build_.connect() as con:
+        scope = incremental.current(con, build_.build_id)
+        touched = run_days(con, build_.build_id)
+        late = late_partitions(touched, requested)
+        # a run that rebuilds nothing: no table changed since the run that built it, whose
+        # checks passed (it was published), so they are not run again
+        nothing = not scope.full and scope.tables is not None and not scope.tables
+        with_new_rows = incremental.tables_with_new_rows(con, build_.build_id)
+        for e in ECONOMICS:
+            if e.warm is not None and e.key in selected and _rebuilds(con, e, scope, set(scope.tables or ()) | with_new_rows):
+                e.warm()
+        kept = 0
+        for m in MODELS:
+            if key_of(m.table) not in selected:
+                continue
+            if m.deps & failed:
+                failed.add(m.table)
+                context.log.warning(f"{m.table}: not built, an input failed a blocking check")
+                continue
+            progress.report("build", m.table)
+            done = engine.build(con, m, scope, build_.build_id)
+            if done.mode == "kept":
+                # the published table, unchanged (but its build_id): not materialised again --
+                # its last materialisation is the run that built it
+                kept += 1
+                if not nothing:
+                    yield from _model_checks(m.table, checks, con, failed, engine)
+                continue
+            # marts show their schema (with column docs) and a preview of their head in the UI
+            # (from the DuckDB build: on another engine the row count and the rebuild mode)
+            meta = (table_metadata(con, m.table, rows=done.rows) if m.schema == "marts" and engine.kind == "duckdb"
+                    else {"dagster/row_count": done.rows})
+            meta["engine"] = engine.kind
+            meta["rebuild"] = done.describe()
+            daily = m.table in DAILY_TABLES
+            if daily and touched:
+                # the days that late files touched were replaced too (whole table or those days): say so
+                for day in late:
+                    context.log_event(dg.AssetMaterialization(
+                        asset_key=key_of(m.table), partition=day,
+                        metadata={"reason": "day touched by a file ingested in this run", "dagster/row_count": done.rows}))
+                meta |= {"days_touched_by_new_files": len(touched), "late_days_recorded": len(late)}
+            yield dg.MaterializeResult(asset_key=key_of(m.table), metadata=meta)
+            yield from _model_checks(m.table, checks, con, failed, engine)
         if failed:
+            engine.abandon()
+            close_engine(build_.build_id)
             return  # Dagster fails the step on the failed blocking check; nothing is alerted or published
-        if ALERTS in selected:
-            yield dg.MaterializeResult(asset_key=ALERTS, metadata=breakeven_alert(context, config, thinktax).metadata)
-        if PUBLISHED in selected:
-            yield dg.MaterializeResult(asset_key=PUBLISHED, metadata=_publish(build_, thinktax))
+        # the economics (models/, Python on small rows) and the alert read the DuckDB build
+        engine.to_control(con)
+        # an economics mart is rebuilt when a model it reads was, a staging table it reads got
+        # rows in this run (catalog files such as substitutions.csv), or an economics mart it reads was
+        changed = set(scope.tables or ()) | with_new_rows
+        economics_built: list[str] = []
+        for e in ECONOMICS:
+            if e.key not in selected:
+                continue
+            if e.deps & failed:
+                continue
+            if _rebuilds(con, e, scope, changed):
+                changed.add(e.table)
+                progress.report("build", e.table)
+                yield dg.MaterializeResult(asset_key=e.key, metadata=result_metadata(context, e.builder(con)))
+                economics_built.append(e.table)
+            else:
+                kept += 1  # kept as published: not materialised again (as the SQL models above)
+        engine.from_control(con, economics_built)
+    if kept and kept == len(selected & set(MODEL_KEYS)):
+        context.log.info("rebuild: nothing (no new rows, no requested days): every table kept as published")
+    if ALERTS in selected:
+        yield dg.MaterializeResult(asset_key=ALERTS, metadata=breakeven_alert(context, config, thinktax).metadata)
+    if PUBLISHED in selected:
+        yield dg.MaterializeResult(asset_key=PUBLISHED, metadata=_publish(build_, thinktax, engine))
 
 
 def _rebuilds(con, e, scope, changed: set[str]) -> bool:  # noqa: ANN001
@@ -344,14 +379,18 @@ def _table_exists(con, table: str) -> bool:  # noqa: ANN001
                        "AND schema_name = ? AND table_name = ?", [schema, name]).fetchall()[0][0] > 0
 
 
-def _publish(build_, thinktax: ThinktaxResource) -> dict:  # noqa: ANN001
-    """Column docs into the build, then rename it over the published warehouse."""
+def _publish(build_, thinktax: ThinktaxResource, engine: Engine) -> dict:  # noqa: ANN001
+    """Column docs into the build, then rename it over the published warehouse (and publish the
+    engine's tables with it)."""
     progress.report("publish", str(thinktax.warehouse_file))
     with build_.connect() as con:
+        engine.finish(con)  # what the published file must not hold (Spark: the per-call projection)
         comments.apply(con)  # column docs (COMMENT ON) for BI tools; every CREATE OR REPLACE dropped them
         new_files = con.execute(
             "SELECT count(*) FROM ops.ingested_files WHERE ingested_at >= (SELECT started_at FROM ops.runs WHERE build_id = ?)",
             [build_.build_id],
         ).fetchall()[0][0]
-    path = build_.publish(files_new=new_files, landing=str(thinktax.landing_dir))
-    return {"path": str(path), "bytes": path.stat().st_size, "build_id": build_.build_id}
+    path = build_.publish(files_new=new_files, landing=str(thinktax.landing_source))
+    engine.publish()
+    close_engine(build_.build_id)
+    return {"path": str(path), "bytes": path.stat().st_size, "build_id": build_.build_id, "engine": engine.kind}

@@ -60,14 +60,14 @@ key_facts AS (
 -- ---- pricing modifiers: every price kind of the sheet model in force on the day, as the sheet
 -- gives it (NULL = not given), so that a field a kind lacks falls back field by field ----
 sheet AS (
-    -- the rule of core.llm_price_versions: same effective date, the last ingested row wins
-    SELECT provider, model, price_kind, effective_from,
-           input_usd_per_mtok AS i, cached_input_usd_per_mtok AS c, cache_write_usd_per_mtok AS w,
-           cache_write_1h_usd_per_mtok AS w1, output_usd_per_mtok AS o, reasoning_usd_per_mtok AS r,
+    -- every price kind's versions from the one versioned price table (issue 27: not the raw sheet,
+    -- so that the incremental plan, which diffs that table, sees every rate read here)
+    SELECT provider, model, price_kind, effective_from, effective_to,
+           input_usd_per_mtok AS i, given_cached_input_usd_per_mtok AS c, given_cache_write_usd_per_mtok AS w,
+           cache_write_1h_usd_per_mtok AS w1, output_usd_per_mtok AS o, given_reasoning_usd_per_mtok AS r,
            usd_per_request_fee AS fee, web_search_usd_per_query_low AS fee_low,
            web_search_usd_per_query_high AS fee_high, regional_uplift_eu AS up_eu, regional_uplift_us AS up_us
-    FROM stg.llm_prices
-    QUALIFY row_number() OVER (PARTITION BY provider, model, price_kind, effective_from ORDER BY file_id DESC, line DESC) = 1
+    FROM core.llm_price_versions
 ),
 rate_keys AS (
     SELECT DISTINCT price_provider, price_model, day FROM key_facts WHERE price_version_id IS NOT NULL
@@ -79,8 +79,9 @@ kinds_in_force AS (
            contains(s.price_kind, 'cache_1hr') AS is_1h,
            coalesce(nullif(trim(regexp_replace(s.price_kind, '_?cache_1hr_?', '_'), '_'), ''), 'standard') AS kind
     FROM rate_keys k
-    JOIN sheet s ON s.provider = k.price_provider AND s.model = k.price_model AND s.effective_from <= k.day
-    QUALIFY row_number() OVER (PARTITION BY k.price_provider, k.price_model, k.day, s.price_kind ORDER BY s.effective_from DESC) = 1
+    -- the version of each kind in force on the day (versions of a kind do not overlap)
+    JOIN sheet s ON s.provider = k.price_provider AND s.model = k.price_model
+                AND k.day >= s.effective_from AND (s.effective_to IS NULL OR k.day < s.effective_to)
 ),
 kind_rates AS (
     SELECT price_provider, price_model, day, kind,

@@ -1,6 +1,13 @@
--- LLM token prices as history: a new version only where a price changes.
+-- LLM prices as history: a new version only where a price changes. This is the one table every
+-- price input of core.call_costs comes from (issue 27): the token rates of each price kind, and
+-- the kind's modifiers -- the 1-hour cache-write price, per-request / web-search fees, regional
+-- uplifts; long-context thresholds are the above_<N>k_tokens kinds. A sheet that changes any of
+-- them is a new version, so the incremental plan (warehouse/incremental.py price_change_from),
+-- which diffs this table, rebuilds the days from its effective date.
 -- Defaults of the contract applied: cached and cache-write default to the input price,
--- reasoning to the output price. Sheets with the same effective date: the last ingested wins.
+-- reasoning to the output price; the given_* columns hold the same three as the sheet gives them
+-- (NULL = not given), since call_costs falls back field by field between kinds (LiteLLM's rule).
+-- Sheets with the same effective date: the last ingested wins.
 -- @kind: full
 -- @grain: one row per (provider, model, price_kind, version); effective_to is exclusive, NULL =
 --   still in force.
@@ -16,15 +23,25 @@ priced AS (
            coalesce(cached_input_usd_per_mtok, input_usd_per_mtok) AS cached_input_usd_per_mtok,
            coalesce(cache_write_usd_per_mtok, input_usd_per_mtok) AS cache_write_usd_per_mtok,
            output_usd_per_mtok,
-           coalesce(reasoning_usd_per_mtok, output_usd_per_mtok) AS reasoning_usd_per_mtok
+           coalesce(reasoning_usd_per_mtok, output_usd_per_mtok) AS reasoning_usd_per_mtok,
+           cached_input_usd_per_mtok AS given_cached_input_usd_per_mtok,
+           cache_write_usd_per_mtok AS given_cache_write_usd_per_mtok,
+           reasoning_usd_per_mtok AS given_reasoning_usd_per_mtok,
+           cache_write_1h_usd_per_mtok, usd_per_request_fee, web_search_usd_per_query_low,
+           web_search_usd_per_query_high, regional_uplift_eu, regional_uplift_us
     FROM sheets
 ),
 changes AS (
     SELECT *,
-           struct_pack(input_usd_per_mtok, cached_input_usd_per_mtok, cache_write_usd_per_mtok,
-                       output_usd_per_mtok, reasoning_usd_per_mtok) IS DISTINCT FROM
-           lag(struct_pack(input_usd_per_mtok, cached_input_usd_per_mtok, cache_write_usd_per_mtok,
-                           output_usd_per_mtok, reasoning_usd_per_mtok))
+           -- every price input as given (the defaulted rates follow from these)
+           struct_pack(input_usd_per_mtok, given_cached_input_usd_per_mtok, given_cache_write_usd_per_mtok,
+                       output_usd_per_mtok, given_reasoning_usd_per_mtok, cache_write_1h_usd_per_mtok,
+                       usd_per_request_fee, web_search_usd_per_query_low, web_search_usd_per_query_high,
+                       regional_uplift_eu, regional_uplift_us) IS DISTINCT FROM
+           lag(struct_pack(input_usd_per_mtok, given_cached_input_usd_per_mtok, given_cache_write_usd_per_mtok,
+                           output_usd_per_mtok, given_reasoning_usd_per_mtok, cache_write_1h_usd_per_mtok,
+                           usd_per_request_fee, web_search_usd_per_query_low, web_search_usd_per_query_high,
+                           regional_uplift_eu, regional_uplift_us))
                OVER (PARTITION BY provider, model, price_kind ORDER BY effective_from) AS is_new_version
     FROM priced
 ),
@@ -38,7 +55,11 @@ final AS (
            lead(effective_from) OVER (PARTITION BY provider, model, price_kind ORDER BY effective_from) AS effective_to,
            input_usd_per_mtok, cached_input_usd_per_mtok, cache_write_usd_per_mtok,
            output_usd_per_mtok, reasoning_usd_per_mtok, supports_reasoning,
-           file_id AS source_file_id
+           file_id AS source_file_id,
+           -- issue 27: the rest of the price inputs (after the columns of before)
+           given_cached_input_usd_per_mtok, given_cache_write_usd_per_mtok, given_reasoning_usd_per_mtok,
+           cache_write_1h_usd_per_mtok, usd_per_request_fee, web_search_usd_per_query_low,
+           web_search_usd_per_query_high, regional_uplift_eu, regional_uplift_us
     FROM versions
 )
 SELECT * FROM final

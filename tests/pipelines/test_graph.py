@@ -31,7 +31,7 @@ def test_asset_graph_has_the_backbone():
     assert parents("marts", "cost_per_task") == {"marts/task_cost_breakdown"}
     assert parents("marts", "task_cost_breakdown") == {"core/call_costs", "core/dim_nodes", "core/self_hosted_allocation",
                                                        "core/tasks"}
-    assert parents("core", "calls") == {"stg/requests", "core/dim_nodes"}
+    assert parents("core", "calls") == {"stg/requests", "core/dim_nodes", "core/reported_models"}  # issue 24: core.calls reads the reported models
     assert parents("core", "tasks") == {"core/calls"}
     assert parents("core", "self_hosted_allocation") == {"core/calls", "core/node_hours_cost"}
     assert defs.resolve_job_def("thinktax") is not None

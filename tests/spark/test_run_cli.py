@@ -1,5 +1,6 @@
 """`thinktax run --engine spark` end to end on the mini landing folder: the hand-worked figures of
-tests/test_costs_hand_worked.py come out of Spark's tables.
+tests/test_costs_hand_worked.py come out of Spark's tables, and the run is a Dagster run (issue 27:
+the same job, assets, materialisations and checks as a DuckDB run, read from the instance).
 
 It reuses the test session's Spark (getOrCreate returns it) and re-creates the core and mart
 tables, so it runs after test_parity.py (file order), whose comparisons are already made.
@@ -20,6 +21,35 @@ from tests.spark.cli_json import canon, sql_json
 # tests/test_costs_hand_worked.py: r1 0.20225, r2 0.0028, r3 0.0567, r4 113.28, r5 28.32 (USD)
 R1, R2, R3, R4, R5 = D("0.20225"), D("0.0028"), D("0.0567"), D("113.28"), D("28.32")
 
+
+def _run_record(run_id: str) -> tuple[object, dict, set]:
+    """From the Dagster instance: the run, its materialisations (asset -> metadata) and its check
+    evaluations (asset, check, passed)."""
+    import dagster as dg  # noqa: PLC0415
+
+    with dg.DagsterInstance.get() as instance:
+        run = instance.get_run_by_id(run_id)
+        mats = {}
+        for r in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION, limit=10_000).records:
+            ev = r.event_log_entry.dagster_event
+            meta = {k: getattr(v, "value", v) for k, v in ev.step_materialization_data.materialization.metadata.items()}
+            key = ev.asset_key.to_user_string()
+            if key not in mats or "reason" not in meta:  # the step's own materialisation, not a late day's
+                mats[key] = meta
+        checks = {(r.event_log_entry.dagster_event.event_specific_data.asset_key.to_user_string(),
+                   r.event_log_entry.dagster_event.event_specific_data.check_name,
+                   r.event_log_entry.dagster_event.event_specific_data.passed)
+                  for r in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION, limit=10_000).records}
+    return run, mats, checks
+
+
+def _last_run_id() -> str:
+    import dagster as dg  # noqa: PLC0415
+
+    with dg.DagsterInstance.get() as instance:
+        return instance.get_runs(limit=1)[0].run_id
+
+
 @pytest.mark.slow
 def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path, capsys):
     from thinktax.cli import main  # noqa: PLC0415
@@ -33,7 +63,20 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "engine: spark" in out and "rebuild: full" in out
-    assert "files new: 4 (ingest on spark)" in out  # parsed on Spark's executors (warehouse/spark/ingest.py)
+    # a Spark run is a Dagster run of the same job: the same assets materialised and the same checks
+    # evaluated as a DuckDB run of the same landing, row counts on the models
+    import dagster as dg  # noqa: PLC0415
+
+    run, mats, checks = _run_record(_last_run_id())
+    assert run.job_name == "thinktax" and run.status == dg.DagsterRunStatus.SUCCESS
+    assert mats["ops/ingested_files"]["new_files"] == 4 and mats["ops/ingested_files"]["engine"] == "spark"
+    assert mats["core/call_costs"]["dagster/row_count"] == 5 and mats["core/call_costs"]["engine"] == "spark"
+    assert "ops/published_warehouse" in mats and all(passed for *_, passed in checks)
+    assert main(["run", "--landing", str(landing), "--warehouse", str(tmp_path / "duck" / "thinktax.duckdb"), "--quiet"]) == 0
+    _, duck_mats, duck_checks = _run_record(_last_run_id())
+    assert set(mats) == set(duck_mats) and checks == duck_checks
+    assert duck_mats["core/call_costs"]["dagster/row_count"] == 5 and duck_mats["core/call_costs"]["engine"] == "duckdb"
+    capsys.readouterr()
     assert warehouse.exists()  # the DuckDB build (ingest bookkeeping, staging) was published
     assert (folder / "spark" / "_staging").is_dir()  # (the test session keeps its own table folder)
     # the same folder answers `thinktax sql --engine spark --warehouse <folder>` and the DuckDB `thinktax sql`
@@ -65,7 +108,7 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
 
     # `thinktax sql --engine spark` registers the tables a run left (attach) and re-creates the view
     # models over them: marts.cost_per_task is the old-named view of marts.task_cost_breakdown (issue 17)
-    from warehouse.spark.pipeline import attach  # noqa: PLC0415
+    from warehouse.spark.engine import attach  # noqa: PLC0415
 
     spark.sql("DROP VIEW marts.cost_per_task")
     assert "marts.cost_per_task" in attach(spark, folder / "spark")
@@ -79,7 +122,7 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     rc = main(["run", "--engine", "spark", "--landing", f"file://{landing}", "--warehouse", str(folder)])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "files new: 0 (ingest on spark)" in out
+    assert _run_record(_last_run_id())[1]["ops/ingested_files"]["new_files"] == 0
     assert "re-made from the DuckDB build" not in out  # the Spark staging tables agreed with the published build
     assert spark.sql("SELECT count(*) FROM stg.requests").collect()[0][0] == 5
     costs = {r["request_id"]: r["cost_usd"] for r in spark.table("core.call_costs").collect()}
@@ -97,7 +140,13 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
     from warehouse.sqlmodel import load_models  # noqa: PLC0415
 
-    landing = write_files(tmp_path / "landing", FILES)
+    # d1's GPU price of tests/test_economics_marts.py (0.000018 USD, chosen so that self-hosting wins
+    # on 3 calls) is below the Great Expectations floor of stg.deployments (0.01 USD per GPU-hour):
+    # a Spark run is a Dagster run now (issue 27), whose blocking staging suites would stop it, so
+    # this landing prices d1 at 0.018
+    files = {**FILES, "catalog/deployments.csv": FILES["catalog/deployments.csv"].replace(",0.000018\n", ",0.018\n")}
+    assert files["catalog/deployments.csv"] != FILES["catalog/deployments.csv"]
+    landing = write_files(tmp_path / "landing", files)
     # the DuckDB reference: the same landing, models and economics built directly, then published
     ref = tmp_path / "duck" / "thinktax.duckdb"
     con, _ = build_warehouse(landing, ref)
@@ -114,12 +163,14 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     assert "[spark] economics:" in out and "[spark] publish:" in out  # progress lines
 
     spark_sql = ["sql", "--engine", "spark", "--spark-warehouse", str(tmp_path / "spark"), "--format", "json"]
-    # hand-worked (tests/test_economics_marts.py): d1 in June, 3 calls $0.027, 1 x 0.000018 x 730 = $0.01314
-    # a month, savings 0.027 - 0.01314 = $0.013860, verdict self_host
-    d1 = sql_json(capsys, [*spark_sql, "SELECT api_calls, api_spend_usd, self_host_usd_per_month, savings_usd, verdict "
-                        "FROM marts.self_host_breakeven WHERE deployment = 'd1-h200-fp8' AND month = DATE '2026-06-01'"])
-    assert d1 == [{"api_calls": 3, "api_spend_usd": "0.027000", "self_host_usd_per_month": "0.013140",
-                   "savings_usd": "0.013860", "verdict": "self_host"}]
+    # hand-worked (tests/test_economics_marts.py): d1 in June, 3 calls $0.027; at 0.018 USD per GPU-hour
+    # 1 x 0.018 x 730 = $13.14 a month, savings 0.027 - 13.14 = -$13.113; the same row as DuckDB's
+    d1_sql = ("SELECT api_calls, api_spend_usd, self_host_usd_per_month, savings_usd, verdict "
+              "FROM marts.self_host_breakeven WHERE deployment = 'd1-h200-fp8' AND month = DATE '2026-06-01'")
+    d1 = sql_json(capsys, [*spark_sql, d1_sql])
+    assert [(r["api_calls"], r["api_spend_usd"], r["self_host_usd_per_month"], r["savings_usd"]) for r in d1] == [
+        (3, "0.027000", "13.140000", "-13.113000")]
+    assert d1 == sql_json(capsys, ["sql", "--warehouse", str(ref), "--format", "json", d1_sql])
 
     marts = [m.table for m in load_models() if m.schema == "marts"] + [e.table for e in ECONOMICS]
     differ = {}

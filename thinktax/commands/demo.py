@@ -15,7 +15,7 @@ HELP = "Write the deterministic demo landing folder (~250k calls over 55 days), 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--landing", help="where to write the demo (default $THINKTAX_LANDING or ./landing)")
-    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./warehouse/thinktax.duckdb)")
+    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./var/thinktax.duckdb)")
     p.add_argument("--config", help="thinktax.toml to run with")
     p.add_argument("--days", type=int, default=55, help="days of traffic (default 55)")
     p.add_argument("--tasks-per-day", type=int, default=1700, help="tasks per day (default 1700, ~4.6 calls each)")
@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from thinktax.demo import DemoSpec, is_demo_folder, write_landing  # noqa: PLC0415
+    from synthetic.demo import DemoSpec, is_demo_folder, write_landing  # noqa: PLC0415
 
     landing, warehouse = resolve_paths(args.landing, args.warehouse)
     if not args.force and not is_demo_folder(landing):

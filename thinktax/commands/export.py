@@ -42,7 +42,7 @@ from pathlib import Path
 
 import duckdb
 
-from thinktax.config import resolve_paths
+from services.config import resolve_paths
 from warehouse.db import read_only
 
 NAME = "export"
@@ -60,7 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="folder to write the files into (created if missing)")
     p.add_argument("--format", choices=["parquet", "csv"], default="parquet")
     p.add_argument("--month", help="only this month of ChargePeriodStart (YYYY-MM); default: every month")
-    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./warehouse/thinktax.duckdb)")
+    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./var/thinktax.duckdb)")
 
 
 # FOCUS 1.3 rows of one month ($m) from marts.focus_costs: see the module docstring.

@@ -156,7 +156,7 @@ def fetch(dsn: str, landing: Path, since: dt.date | None = None, overlap_minutes
 
 
 def run(args: argparse.Namespace) -> int:
-    from thinktax.config import resolve_paths  # noqa: PLC0415
+    from services.config import resolve_paths  # noqa: PLC0415
 
     dsn = args.dsn or os.environ.get("THINKTAX_LITELLM_DSN") or os.environ.get("DATABASE_URL")
     if not dsn:

@@ -15,7 +15,7 @@ HELP = "Write the self-contained HTML report (charts, works offline) of the publ
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="HTML file to write (default: report.html next to the warehouse)")
-    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./warehouse/thinktax.duckdb)")
+    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./var/thinktax.duckdb)")
     p.add_argument("--png", help="also render it to this PNG with headless Chromium (needs the `chromium` package)")
 
 

@@ -15,7 +15,7 @@ HELP = "Ingest every new file under the landing folder, rebuild the marts, run t
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--landing", help="landing folder (default $THINKTAX_LANDING or ./landing)")
-    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./warehouse/thinktax.duckdb)")
+    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./var/thinktax.duckdb)")
     p.add_argument("--config", help="thinktax.toml (default $THINKTAX_CONFIG or ./thinktax.toml if present)")
     p.add_argument("--days", metavar="FIRST:LAST",
                    help="daily partitions (UTC) to run, e.g. 2026-11-01:2026-11-30 (default: yesterday). "
@@ -68,12 +68,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"thinktax: --as-of: expected a day as YYYY-MM-DD, got {args.as_of!r}", file=sys.stderr)
         return 2
     if spark:
-        return _run_spark(args, cfg, landing, warehouse, days, as_of)
-    options = RunOptions(days=days, as_of=as_of, full_rebuild=getattr(args, "full_rebuild", False))
+        try:
+            import pyspark  # noqa: F401, PLC0415
+        except ImportError as exc:
+            print(f"thinktax: --engine spark needs pyspark ({exc}); install the 'spark' extra: "
+                  "pip install 'thinktax[spark]'", file=sys.stderr)
+            return 2
+    # one orchestrator (issue 27): a Spark run is the same Dagster job, its engine chosen by the resource
+    options = RunOptions(days=days, as_of=as_of, full_rebuild=getattr(args, "full_rebuild", False),
+                         engine="spark" if spark else "duckdb",
+                         spark_remote=getattr(args, "spark_remote", None) or None,
+                         spark_warehouse=getattr(args, "spark_warehouse", None) or None)
     outcome = run_with_progress(landing, warehouse, args.config, quiet=args.quiet, options=options)
     if not outcome.success:
         return 1
     if not args.quiet:
+        if spark:
+            print(f"engine: spark; Dagster run {outcome.run_id}")
         print_summary(warehouse)
     return 0
 
@@ -85,59 +96,3 @@ def _landing_uri(landing: str | None) -> str | None:
 
     value = landing or os.environ.get("THINKTAX_LANDING") or ""
     return value if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]+:", value) else None
-
-
-def _run_spark(args: argparse.Namespace, cfg, landing, warehouse, days, as_of) -> int:  # noqa: ANN001
-    """The Spark engine (warehouse/spark/pipeline.py): pyspark is imported only here.
-
-    Exit codes as on DuckDB: 0 published, 1 a check failed or the run failed (nothing published),
-    2 bad arguments or pyspark missing."""
-    from pathlib import Path  # noqa: PLC0415
-
-    try:
-        from warehouse.spark.pipeline import run as spark_run  # noqa: PLC0415
-        import pyspark  # noqa: F401, PLC0415
-
-        from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
-        from services.alert import evaluate  # noqa: PLC0415
-    except ImportError as exc:
-        print(f"thinktax: --engine spark needs pyspark ({exc}); install the 'spark' extra: "
-              "pip install 'thinktax[spark]'", file=sys.stderr)
-        return 2
-    remote = getattr(args, "spark_remote", None) or cfg.engine.spark_remote or None
-    where = getattr(args, "spark_warehouse", None) or cfg.engine.spark_warehouse or None
-    day_list = None
-    if days:
-        first, last = days
-        day_list = [first + dt.timedelta(days=k) for k in range((last - first).days + 1)]
-
-    def progress(line: str) -> None:
-        if not args.quiet:
-            print(f"[spark] {line}", flush=True)
-
-    try:
-        out = spark_run(landing, warehouse, cfg.settings_row(), remote=remote,
-                        spark_warehouse=Path(where) if where else None, days=day_list,
-                        full=getattr(args, "full_rebuild", False), config=cfg, as_of=as_of, progress=progress,
-                        economics_models=ECONOMICS, evaluate_alert=evaluate, ingest=cfg.engine.ingest)
-    except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException, Py4J and ingest errors alike
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(f"thinktax: the Spark run failed, nothing was published: {type(exc).__name__}: {first}", file=sys.stderr)
-        return 1
-    if not args.quiet:
-        s = out.scope
-        print(f"engine: spark; build {out.build_id}; files new: {out.files_new} (ingest on {out.ingest})")
-        if out.local:
-            print("rebuild: full (a local Spark session keeps no catalog between runs: every model rebuilt from staging)")
-        else:
-            print("rebuild: " + (f"full ({s.reason})" if s.full else f"incremental, {len(s.days)} day(s) replaced"))
-        for table, (rows, secs) in out.tables.items():
-            print(f"  {table:32s} {rows:>10,d} rows  {secs:6.1f} s")
-        for table, rows in out.economics.items():
-            print(f"  {table:32s} {rows:>10,d} rows  (Python, economics)")
-        print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in out.seconds.items()))
-    if out.failed_checks:
-        print("thinktax: checks failed on Spark (not published): "
-              + ", ".join(f"{k} ({n} rows)" for k, n in out.failed_checks.items()), file=sys.stderr)
-        return 1
-    return 0

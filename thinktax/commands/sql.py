@@ -18,7 +18,7 @@ HELP = "Run a SQL query against the published warehouse (read-only)."
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", help='e.g. "SELECT * FROM marts.tier_mix"')
-    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./warehouse/thinktax.duckdb)")
+    p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./var/thinktax.duckdb)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--max-rows", type=int, default=100, help="rows shown in table format (default 100)")
     p.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",
@@ -69,7 +69,7 @@ def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[t
     from pathlib import Path  # noqa: PLC0415
 
     from warehouse.spark.build import session  # noqa: PLC0415
-    from warehouse.spark.pipeline import attach, local_session  # noqa: PLC0415
+    from warehouse.spark.engine import attach, local_session  # noqa: PLC0415
 
     if args.spark_remote:
         spark = session(args.spark_remote)

@@ -64,7 +64,7 @@ import pyarrow as pa
 
 from sources import contract
 from sources.base import ParseContext, SourceFormatError
-from warehouse.ingest import REJECTS_SCHEMA, FileResult, IngestSummary, _decode, _detect, folder_of
+from warehouse.ingest import REJECTS_SCHEMA, FileResult, IngestSummary, _decode, _detect, folder_of, verdict_sql
 
 log = logging.getLogger("thinktax.spark.ingest")
 
@@ -534,7 +534,7 @@ class SparkIngest:
 
     def _append(self, df, table: str, path: str) -> None:  # noqa: ANN001
         """Append ``df`` to ``table`` by way of a scratch Parquet copy (kept in ``written``: the rows
-        the DuckDB build gets, warehouse/spark/pipeline.py)."""
+        the DuckDB build gets, warehouse/spark/engine.py)."""
         df.write.mode("overwrite").parquet(path)
         self.spark.read.parquet(path).write.insertInto(table)
         self.written.setdefault(table, []).append((path, None, df.columns))
@@ -563,36 +563,16 @@ class SparkIngest:
             typed = typed.where(" AND ".join(f"`{c}` IS NOT NULL" for c in required))
         key = spec.key
         values = [c for c in spec.column_names if c not in ("file_id", "line")]
-        vals = lambda alias: "struct(" + ", ".join(f"{alias}.`{c}`" for c in values) + ")"  # noqa: E731
         if not key:
             verdicts = typed.withColumn("_verdict", F.lit("new"))
         else:
             typed.createOrReplaceTempView("_incoming")
             spark.table(table).createOrReplaceTempView("_stored")
-            k = ", ".join(f"`{c}`" for c in key)
-            key_eq = " AND ".join(f"i.`{c}` <=> s.`{c}`" for c in key)
-            verdicts = spark.sql(f"""
-                WITH ranked AS (
-                    SELECT *, row_number() OVER (PARTITION BY {k} ORDER BY _order, _row) AS _rn,
-                           first({vals('_incoming')}) OVER (PARTITION BY {k} ORDER BY _order, _row
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _first_vals
-                    FROM _incoming
-                ),
-                existing AS (
-                    SELECT i._order AS e_order, i._row AS e_row, max({vals('i')} <=> {vals('s')}) AS same_vals
-                    FROM ranked i JOIN _stored s ON {key_eq}
-                    GROUP BY i._order, i._row
-                )
-                SELECT ranked.*,
-                       CASE
-                           WHEN e.e_order IS NOT NULL AND e.same_vals THEN 'duplicate'
-                           WHEN e.e_order IS NOT NULL THEN 'conflict'
-                           WHEN _rn > 1 AND {vals('ranked')} <=> _first_vals THEN 'duplicate'
-                           WHEN _rn > 1 THEN 'conflict'
-                           ELSE 'new'
-                       END AS _verdict
-                FROM ranked LEFT JOIN existing e ON ranked._order = e.e_order AND ranked._row = e.e_row
-            """).drop("_rn", "_first_vals")
+            # the one verdict rule (warehouse/ingest.py verdict_sql), rendered for Spark SQL
+            import sqlglot  # noqa: PLC0415
+
+            sql = verdict_sql("_incoming", "_stored", tuple(key), values, ("_order", "_row"))
+            verdicts = spark.sql(sqlglot.transpile(sql, read="duckdb", write="spark")[0]).drop("_rn", "_first_vals")
         path = f"{scratch}/classified/{table}"
         verdicts.write.mode("overwrite").parquet(path)
         if key:

@@ -1,8 +1,8 @@
 """`make bench`: thinktax against DuckDB's own floor, on the same generated data, in one run.
 
-    python -m thinktax.bench --calls-per-day N --days D [--smoke] [--workdir DIR] [--keep]
+    python -m tools.bench --calls-per-day N --days D [--smoke] [--workdir DIR] [--keep]
 
-What it does, one phase after another in this process (data from :mod:`thinktax.benchgen`):
+What it does, one phase after another in this process (data from :mod:`synthetic.benchgen`):
 
 1. generate ``D`` days of per-request JSONL (the history), one more day (the "new day" of the
    nightly run), the same calls as Parquet, and the price sheets and ``nodes.csv``;
@@ -52,7 +52,7 @@ from pathlib import Path
 
 import duckdb
 
-from thinktax import benchgen
+from synthetic import benchgen
 from services.config import Config
 
 DEFAULT_CALLS_PER_DAY = 150_000
@@ -311,7 +311,7 @@ def orchestration_overhead(root: Path, log: Callable[[str], None]) -> dict[str, 
     out["python start-up"] = time.perf_counter() - start
     log("orchestration overhead: Dagster ...")
     proc = subprocess.run(
-        [sys.executable, "-m", "thinktax.bench", "--probe-dagster", str(root / "probe")],
+        [sys.executable, "-m", "tools.bench", "--probe-dagster", str(root / "probe")],
         env=env, capture_output=True, text=True,
     )
     try:
@@ -344,7 +344,7 @@ def demo_runs(folder: Path, env: dict[str, str]) -> dict[str, float | str]:
     """Wall time of `thinktax run` as a user runs it (a fresh process: start-up and imports
     included) on the demo's landing folder (what `make run` writes), then of the same command
     once more with nothing new landed."""
-    from thinktax.demo import DemoSpec, write_landing  # noqa: PLC0415
+    from synthetic.demo import DemoSpec, write_landing  # noqa: PLC0415
 
     landing, wh = folder / "landing", folder / "thinktax.duckdb"
     write_landing(landing, DemoSpec())
@@ -602,7 +602,7 @@ def render(results: Results, spec: benchgen.GenSpec, header: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m thinktax.bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--calls-per-day", type=int, default=None, help=f"default {DEFAULT_CALLS_PER_DAY:,} ({SMOKE_CALLS_PER_DAY:,} with --smoke)")
     p.add_argument("--days", type=int, default=None, help=f"days of history, default {DEFAULT_DAYS} ({SMOKE_DAYS} with --smoke)")
     p.add_argument("--lines-per-file", type=int, default=250_000, help="JSONL files rotate after this many calls (default 250,000)")

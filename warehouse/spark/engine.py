@@ -1,20 +1,24 @@
-"""`thinktax run --engine spark`: the same run with the SQL models built on Apache Spark.
+"""``SparkEngine``: the ``Engine`` (warehouse/engine.py) that builds the SQL models on Apache Spark.
 
-What runs where (docs/operations.md, "Spark engine"):
+A Spark run is a Dagster run like any other (issue 27: the hand-made second orchestrator
+``warehouse/spark/pipeline.run`` is gone): the job's steps call this engine. What runs where
+(docs/operations.md, "Spark engine"):
 
-1. ingest on Spark's executors (warehouse/spark/ingest.py: the same parsers from sources/, the
-   same de-duplication, quarantine and per-file accounting as on DuckDB) into the staging and ops
-   tables under ``<spark warehouse>/_staging``; the rows it added (staging, quarantine, per-file
-   accounting) are appended to the DuckDB build file at ``--warehouse``, where the incremental
-   plan is made by the same code (warehouse/incremental.py). With ``[engine] ingest = "duckdb"``
-   the ingest runs on this machine into the DuckDB build (warehouse/ingest.py) instead;
-2. the ops tables (and, with the DuckDB ingest, the staging tables) are written as Parquet under
-   the Spark warehouse and registered in the Spark catalog (databases ``stg``, ``ops``);
-3. every core and mart model is built on Spark from its rendered SQL (warehouse/spark/build.py):
+1. ``ingest``: the landing files parsed on Spark's executors (warehouse/spark/ingest.py: the same
+   parsers from sources/, the same de-duplication, quarantine and per-file accounting as on
+   DuckDB) into the staging and ops tables under ``<spark warehouse>/_staging``; the rows it added
+   are appended to the DuckDB build, where the incremental plan is made by the same code
+   (warehouse/incremental.py). With ``[engine] ingest = "duckdb"`` the ingest runs on this machine
+   into the DuckDB build (warehouse/ingest.py) instead;
+2. ``prepare``: the ops tables (and, with the DuckDB ingest, the staging tables) are written as
+   Parquet under the Spark warehouse and registered in the Spark catalog (databases ``stg``, ``ops``);
+3. ``build``: each core and mart model built on Spark from its rendered SQL (warehouse/spark/build.py):
    full models re-created, incremental ones by dynamic partition overwrite of the planned days;
-4. the SQL checks (sql/checks) are rendered and run on Spark; any offending row fails the run
-   before the DuckDB build is published;
-5. the DuckDB build (ingest bookkeeping and staging) is published as on DuckDB.
+   ``check``: the SQL checks (sql/checks) rendered and run on Spark;
+4. ``to_control`` / ``from_control``: the marts and the small core tables the economics read into
+   the DuckDB build, the economics marts back (warehouse/spark/economics.py);
+5. ``finish`` / ``publish`` / ``abandon``: the per-call projection dropped from the DuckDB build
+   before it is published; the Spark tables published with it, or put back.
 
 A local session (no ``--spark-remote``) has an in-memory catalog that ends with the process, so
 each local run builds every model in full from staging, into a folder of its own
@@ -30,46 +34,18 @@ Hive metastore was tried for local runs and took 100+ s to start on this 2-core 
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shutil
 import time
-import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
-from warehouse import comments, incremental
-from warehouse.checks import load_checks
-from warehouse.db import Build
-from warehouse.ingest import Ingestor
+from warehouse import incremental
+from warehouse.checks import SqlCheck
+from warehouse.ingest import IngestSummary, Ingestor
+from warehouse.rebuild import Rebuilt
 from warehouse.spark.render import to_spark
-
-
-@dataclass
-class SparkRun:
-    build_id: str
-    scope: incremental.Scope
-    tables: dict[str, tuple[int, float]] = field(default_factory=dict)
-    failed_checks: dict[str, int] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-    files_new: int = 0
-    local: bool = False  # a local session: every model rebuilt from staging (no catalog survives)
-    economics: dict[str, int] = field(default_factory=dict)  # Python marts -> rows
-    ingest: str = "spark"  # where the landing files were parsed: 'spark' (executors) or 'duckdb'
-    alert: dict[str, object] = field(default_factory=dict)  # the alert's outcome (services.alert.Outcome)
-
-
-def _alert(con, config, as_of, say, evaluate) -> dict[str, object]:  # noqa: ANN001
-    """The break-even and budget alert, as on a DuckDB run: it never fails the data run."""
-    try:
-        outcome = evaluate(con, config, as_of=as_of)
-    except Exception as exc:  # noqa: BLE001 - as pipelines/defs/alerts.py
-        say(f"alert: evaluation failed; the warehouse is published anyway: {type(exc).__name__}: {exc}")
-        return {"error": f"{type(exc).__name__}: {exc}"}
-    meta = outcome.as_metadata()
-    say("alert: " + ", ".join(f"{k} {v}" for k, v in meta.items() if not isinstance(v, list | dict)))
-    return meta
+from warehouse.sqlmodel import SqlModel
 
 
 def local_session(spark_warehouse: Path):  # noqa: ANN201
@@ -164,105 +140,125 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
     return out
 
 
-def run(landing: Path | str, warehouse: Path, settings: dict[str, object], *, spark=None, remote: str | None = None,  # noqa: ANN001, C901, PLR0915
-        spark_warehouse: Path | None = None, days: list[dt.date] | None = None, full: bool = False,
-        config=None, as_of: dt.date | None = None, progress: Callable[[str], None] | None = None,
-        economics_models: Sequence = (), evaluate_alert: Callable | None = None, ingest: str = "spark") -> SparkRun:
-    """One run (the module doc). ``landing``: a local folder, or (``ingest="spark"``) any URI Spark
-    reads. ``ingest``: "spark" (the parsers on Spark's executors, warehouse/spark/ingest.py; the
-    default) or "duckdb" (warehouse/ingest.py on this machine, then staging copied to Spark). ``config`` (services.config.Config): the alert's settings; without
-    it or without ``evaluate_alert`` (services.alert.evaluate) the alert is not evaluated.
-    ``economics_models``: the Python marts to build (pipelines.defs.economics_assets.ECONOMICS).
-    Both are passed in by the caller (thinktax/commands/run.py) because this module sits below
-    services/ and pipelines/ in the layers (pyproject.toml, tests/test_layers.py). ``progress``:
-    called with one line per step."""
-    from warehouse.spark import economics  # noqa: PLC0415
-    from warehouse.spark.build import build_all, load_staging, session  # noqa: PLC0415
+class SparkEngine:
+    """The Spark data plane of one build (the module doc); made by warehouse.engine.open_engine."""
 
-    say = progress or (lambda _line: None)
-    t0 = time.perf_counter()
-    build_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    b = Build(warehouse, build_id)
-    b.start(settings)
-    spark_warehouse = spark_warehouse or warehouse.parent / "spark"
-    local = spark is None and not remote
-    build_dir = spark_warehouse / "builds" / build_id  # a local run's model tables (module doc)
-    journal = None
-    try:
-        if spark is None:
-            say(f"spark: starting {'a session on ' + remote if remote else 'a local[2] session'}")
-            spark = session(remote) if remote else local_session(build_dir)
-        from warehouse.spark.build import Journal  # noqa: PLC0415
+    kind = "spark"
 
-        journal = None if local else Journal(spark)
-        out = SparkRun(build_id, None, local=local)  # type: ignore[arg-type]
-        out.seconds["session"] = time.perf_counter() - t0
-        with b.connect() as con:
+    def __init__(self, build_id: str, *, warehouse: Path, spark_warehouse: Path, remote: str | None = None,
+                 ingest: str = "spark", spark=None, progress: Callable[[str], None] | None = None) -> None:  # noqa: ANN001
+        self.build_id = build_id
+        self.warehouse = warehouse
+        self.spark_warehouse = spark_warehouse
+        self.remote = remote
+        self.ingest_on = ingest
+        self.local = spark is None and not remote  # a local session keeps no catalog between runs
+        self.build_dir = spark_warehouse / "builds" / build_id  # a local run's model tables (module doc)
+        self.say = progress or (lambda _line: None)
+        self.seconds: dict[str, float] = {}
+        self._spark = spark
+        self.journal = None
+
+    @property
+    def spark(self):  # noqa: ANN201
+        """The session, started on first use (pyspark is imported here)."""
+        if self._spark is None:
+            from warehouse.spark.build import Journal, session  # noqa: PLC0415
+
             t = time.perf_counter()
-            if ingest == "spark":
-                say(f"ingest: {landing} (on Spark executors, build {build_id})")
-                summary = _spark_ingest(spark, con, landing, spark_warehouse, settings, say, bool(remote))
-            else:
-                say(f"ingest: {landing} (DuckDB, build {build_id})")
-                summary = Ingestor(con, Path(landing)).ingest()
-            out.files_new = sum(1 for f in summary.files if f.status == "loaded")
-            out.ingest = ingest
-            # the plan sees the tables where the models live: Spark's catalog (none survive a local session)
-            present = set() if local else _spark_tables(spark)
-            out.scope = scope = incremental.plan(con, build_id, extra_days=days, full=full, present=present)
-            out.seconds["ingest_and_plan"] = time.perf_counter() - t
-            say(f"ingest: {out.files_new} new file(s); plan: "
-                + (f"full ({scope.reason})" if scope.full else f"incremental, {len(scope.days)} day(s)"))
-            t = time.perf_counter()
-            if ingest == "spark":  # staging is in Spark already; the small ops tables (settings, runs...) go over
-                say("ops: DuckDB -> Parquet -> Spark")
-                load_staging(spark, con, str(spark_warehouse) + "/_staging", schemas=("ops",))
-            else:
-                say("staging: DuckDB -> Parquet -> Spark")
-                load_staging(spark, con, str(spark_warehouse) + "/_staging")
-            out.seconds["staging_to_spark"] = time.perf_counter() - t
-            t = time.perf_counter()
-            out.tables = build_all(spark, None if local else scope, journal=journal,
-                                   progress=lambda table, rows, secs: say(f"built {table}: {rows:,d} rows in {secs:.1f} s"))
-            _record_builds(con, None if local else scope, build_id)
-            out.seconds["models"] = time.perf_counter() - t
-            t = time.perf_counter()
-            for check in load_checks():
-                n = spark.sql(to_spark(check.sql, path=f"sql/checks/{check.name}.sql")).count()
-                if n:
-                    out.failed_checks[check.name] = n
-            out.seconds["checks"] = time.perf_counter() - t
-            say(f"checks: {len(out.failed_checks)} failed" if out.failed_checks else "checks: passed")
-            if not out.failed_checks:
-                # economics (models/) in Python on the small rows, in the DuckDB build; then back to Spark
-                t = time.perf_counter()
-                say("economics: marts and their inputs Spark -> DuckDB build")
-                economics.to_duckdb(spark, con, str(spark_warehouse) + "/_to_duckdb", remote=bool(remote))
-                out.economics = economics.build_economics(con, economics_models, log_line=say)
-                economics.to_spark(spark, con, list(out.economics), str(spark_warehouse) + "/_economics",
-                                   remote=bool(remote), journal=journal)
-                say("economics: " + ", ".join(f"{k} {n} rows" for k, n in out.economics.items()))
-                out.seconds["economics"] = time.perf_counter() - t
-                if config is not None and evaluate_alert is not None:
-                    out.alert = _alert(con, config, as_of, say, evaluate_alert)
-                economics.drop_per_call(con)
-                comments.apply(con)
-        if out.failed_checks:  # not published: readers keep the last good build, in Spark too
-            _undo(journal, build_dir if local else None, say)
-            b.abandon()
-            return out
-        say(f"publish: {warehouse}")
-        b.publish(files_new=out.files_new, landing=str(landing))
-        if local:
-            _publish_local(spark_warehouse, build_id)
-        elif journal is not None:
-            journal.commit()
-        out.seconds["total"] = time.perf_counter() - t0
-        return out
-    except BaseException:
-        _undo(journal, build_dir if local else None, say)
-        b.abandon()
-        raise
+            self.say(f"spark: starting {'a session on ' + self.remote if self.remote else 'a local[2] session'}")
+            self._spark = session(self.remote) if self.remote else local_session(self.build_dir)
+            self.journal = None if self.local else Journal(self._spark)
+            self.seconds["session"] = time.perf_counter() - t
+        return self._spark
+
+    def ingest(self, con, landing, *, progress=None, on_new=None) -> IngestSummary:  # noqa: ANN001
+        spark = self.spark
+        if self.ingest_on == "spark":
+            self.say(f"ingest: {landing} (on Spark executors, build {self.build_id})")
+            settings = _settings(con)
+            return _spark_ingest(spark, con, landing, self.spark_warehouse, settings, self.say, bool(self.remote))
+        self.say(f"ingest: {landing} (DuckDB, build {self.build_id})")
+        return Ingestor(con, Path(landing)).ingest(progress=progress, on_new=on_new)
+
+    def present(self) -> set[str] | None:
+        # the plan sees the tables where the models live: Spark's catalog (none survive a local session)
+        return set() if self.local else _spark_tables(self.spark)
+
+    def prepare(self, con) -> None:  # noqa: ANN001
+        from warehouse.spark.build import load_staging  # noqa: PLC0415
+
+        staging = str(self.spark_warehouse) + "/_staging"
+        if self.ingest_on == "spark":  # staging is in Spark already; the small ops tables (settings, runs...) go over
+            self.say("ops: DuckDB -> Parquet -> Spark")
+            load_staging(self.spark, con, staging, schemas=("ops",))
+        else:
+            self.say("staging: DuckDB -> Parquet -> Spark")
+            load_staging(self.spark, con, staging)
+        for schema in ("core", "marts"):
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+
+    def build(self, con, model: SqlModel, scope: incremental.Scope, build_id: str | None) -> Rebuilt:  # noqa: ANN001
+        from warehouse.spark.build import build  # noqa: PLC0415
+
+        spark = self.spark
+        if not self.local and not scope.builds(model.table) and spark.catalog.tableExists(model.table):
+            return Rebuilt(model.table, spark.table(model.table).count(), "kept")
+        t = time.perf_counter()
+        rows = build(spark, model, None if self.local else scope, journal=self.journal)
+        self.say(f"built {model.table}: {rows:,d} rows in {time.perf_counter() - t:.1f} s")
+        if model.view:
+            mode, days = "view", 0
+        elif self.local or scope.is_full(model.table) or model.incremental is None:
+            mode, days = "full", 0
+        else:
+            mode, days = "incremental", len(scope.model_days(model.halo))
+        # ops.model_builds as after a DuckDB build: what the Spark table was built from (the next plan compares)
+        incremental.record(con, model.table, model.sql, mode, days, build_id)
+        return Rebuilt(model.table, rows, mode, days)
+
+    def check(self, con, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict]]:  # noqa: ANN001
+        df = self.spark.sql(to_spark(check.sql, path=f"sql/checks/{check.name}.sql"))
+        bad = df.count()
+        return bad, [r.asDict() for r in df.limit(sample).collect()] if bad else []
+
+    def to_control(self, con) -> list[str]:  # noqa: ANN001
+        from warehouse.spark import economics  # noqa: PLC0415
+
+        self.say("economics: marts and their inputs Spark -> DuckDB build")
+        return economics.to_duckdb(self.spark, con, str(self.spark_warehouse) + "/_to_duckdb", remote=bool(self.remote))
+
+    def from_control(self, con, tables: list[str]) -> None:  # noqa: ANN001
+        from warehouse.spark import economics  # noqa: PLC0415
+
+        if tables:
+            economics.to_spark(self.spark, con, tables, str(self.spark_warehouse) + "/_economics",
+                               remote=bool(self.remote), journal=self.journal)
+            self.say("economics: " + ", ".join(tables) + " -> Spark")
+
+    def finish(self, con) -> None:  # noqa: ANN001
+        from warehouse.spark import economics  # noqa: PLC0415
+
+        economics.drop_per_call(con)
+
+    def publish(self) -> None:
+        self.say(f"publish: {self.warehouse}")
+        if self.local:
+            _publish_local(self.spark_warehouse, self.build_id)
+        elif self.journal is not None:
+            self.journal.commit()
+
+    def abandon(self) -> None:
+        """Not published: readers keep the last good build, in Spark too."""
+        _undo(self.journal, self.build_dir if self.local else None, self.say)
+
+
+def _settings(con) -> dict[str, object]:  # noqa: ANN001
+    """This build's one-row ops.settings (thinktax.toml as the SQL reads it; the ingest reads the
+    OTel team attribute from it)."""
+    cur = con.execute("SELECT * FROM ops.settings")
+    row = cur.fetchone()
+    return dict(zip([d[0] for d in cur.description], row or (), strict=False))
 
 
 def _undo(journal, build_dir: Path | None, say: Callable[[str], None]) -> None:  # noqa: ANN001
@@ -365,18 +361,3 @@ def _spark_tables(spark) -> set[str]:  # noqa: ANN001
         if spark.catalog.databaseExists(db):
             out |= {f"{db}.{t.name}" for t in spark.catalog.listTables(db)}
     return out
-
-
-def _record_builds(con, scope, build_id: str) -> None:  # noqa: ANN001
-    """ops.model_builds as after a DuckDB build: what each Spark table was built from (the next
-    plan compares its SQL and settings)."""
-    from warehouse.sqlmodel import load_models  # noqa: PLC0415
-
-    for m in load_models():
-        if m.view:
-            mode, n = "view", 0
-        elif scope is None or scope.is_full(m.table) or m.incremental is None:
-            mode, n = "full", 0
-        else:
-            mode, n = "incremental", len(scope.model_days(m.halo))
-        incremental.record(con, m.table, m.sql, mode, n, build_id)
