@@ -3,7 +3,7 @@
     .venv/bin/python -m tests.demo_identity --write     # record tests/fixtures/demo_table_hashes.json
     .venv/bin/python -m tests.demo_identity             # print the current hashes, compare with it
 
-The demo landing folder is deterministic (thinktax.demo.write_landing: same seed, same bytes); it is
+The demo landing folder is deterministic (synthetic.demo.write_landing: same seed, same bytes); it is
 ingested and built without Dagster (tests.conftest.build_warehouse: every SQL model, then the Python
 economics marts of pipelines.defs.economics_assets.ECONOMICS), build id 't'.
 
@@ -42,10 +42,10 @@ def build_demo(root: Path, spec: dict[str, int] = SPEC) -> duckdb.DuckDBPyConnec
     """Write the demo landing folder under ``root`` and build it; returns an open connection."""
     from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
     from tests.conftest import build_warehouse  # noqa: PLC0415
-    from thinktax.demo import DemoSpec, write_landing  # noqa: PLC0415
+    from synthetic.demo import DemoSpec, write_landing  # noqa: PLC0415
 
     # without the cloud teams (issue 24): the tables recorded before them must come out identical, which
-    # proves a call in none of the new shapes costs exactly what it did (thinktax/demo.py draws the
+    # proves a call in none of the new shapes costs exactly what it did (synthetic/demo.py draws the
     # cloud traffic with its own seed; tests/test_demo_clouds.py checks what it adds)
     write_landing(root / "landing", DemoSpec(**spec, clouds=False))
     con, _ = build_warehouse(root / "landing", root / "w.duckdb")

@@ -1,7 +1,7 @@
 """The demo's cloud teams (issue 24, item 8): Bedrock, Vertex AI and Azure traffic in the shapes those
 clouds return, ingested and priced like any user's.
 
-The expected figures are computed here from the generator's own frame (thinktax.demo.generate_cloud_calls:
+The expected figures are computed here from the generator's own frame (synthetic.demo.generate_cloud_calls:
 the tokens each call was drawn with, before they were written in a provider's shape) and the rates of the
 two real LiteLLM sheets shipped in data/real/litellm/, which price these models identically:
     us.anthropic.claude-3-7-sonnet-20250219-v1:0 (bedrock_converse) and anthropic.claude-3-7-sonnet-...:
@@ -22,7 +22,7 @@ import polars as pl
 import pytest
 
 from tests.conftest import build_warehouse
-from thinktax.demo import DemoSpec, generate_cloud_calls, write_landing
+from synthetic.demo import DemoSpec, generate_cloud_calls, write_landing
 
 pytestmark = pytest.mark.slow
 

@@ -153,7 +153,7 @@ def test_allocated_rows_of_the_demo_add_up_to_their_origin(tmp_path):
     the 1.2 row exactly, their AllocatedRatio values (decimals) to 1, and AllocatedMethodDetails is
     {"Elements": [objects]} with FOCUS-defined keys only (FOCUS 1.3 requirements model,
     DataGeneratorCalculatedSplitCostAllocationHandling-A-003/-004, AllocatedMethodDetailsObject-O-001..O-014)."""
-    from thinktax.demo import DemoSpec, write_landing
+    from synthetic.demo import DemoSpec, write_landing
 
     write_landing(tmp_path / "landing", DemoSpec(days=4, tasks_per_day=100, seed=7))
     con, _ = build_warehouse(tmp_path / "landing", tmp_path / "w.duckdb")

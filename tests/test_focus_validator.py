@@ -33,7 +33,7 @@ import pytest
 
 from tests.conftest import build_warehouse
 from thinktax.commands.export import export_focus
-from thinktax.demo import DemoSpec, write_landing
+from synthetic.demo import DemoSpec, write_landing
 
 REPO = Path(__file__).resolve().parents[1]
 VENV = REPO / ".thinktax" / "focus-venv"
