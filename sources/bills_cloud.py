@@ -633,7 +633,7 @@ def _credits(raw: str | None) -> Decimal | None:
         items = json.loads(raw)
     except ValueError:
         return None
-    if not isinstance(items, list):
+    if not isinstance(items, list) or not items:
         return None
     total = Decimal(0)
     for c in items:

@@ -83,6 +83,7 @@ class FileResult:
     rows_duplicate: int = 0
     rows_quarantined: int = 0
     message: str | None = None
+    rows_skipped: int = 0  # records read and deliberately not kept (a cloud invoice's non-AI lines)
 
 
 @dataclass
@@ -624,7 +625,8 @@ class Ingestor:
         self._committed(sha, file_id, rel, mtime_ns, table)
         for w in parsed.meta.get("warnings", []):
             log.warning("%s: %s", rel, w)
-        return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined)
+        return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined,
+                          rows_skipped=parsed.skipped)
 
     def _prepare(self, spec: SourceSpec, items: list[tuple[str, str, Parsed | Exception]]) -> None:
         """Check and de-duplicate the rows of a batch of parsed files (rel, sha256, result) at once,
