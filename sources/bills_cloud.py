@@ -543,7 +543,8 @@ def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Par
     cloud = CLOUDS[cloud_name]
     con = duckdb.connect()
     try:
-        con.execute("SET threads = 2; SET preserve_insertion_order = true; SET memory_limit = '1GB'")
+        con.execute("SET threads = 2; SET preserve_insertion_order = true; SET memory_limit = '1GB'; "
+                    "SET enable_progress_bar = false")
         with path.open("rb") as fh:
             head = fh.read(65536)
         if path.name.endswith(".gz") or head[:2] == b"\x1f\x8b":

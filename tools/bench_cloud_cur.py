@@ -103,7 +103,10 @@ else:
     con = duckdb.connect(str(work / "bench.duckdb"))
     migrate(con)
     landing = path.parent.parent.parent
+    import sources.bills_cloud  # the parsers' imports (polars, pyarrow) are start-up, not per file
+    t1 = time.perf_counter()
     s = Ingestor(con, landing, now=dt.datetime(2026, 8, 1)).ingest()
+    out["ingest_only_seconds"] = round(time.perf_counter() - t1, 2)
     f = s.files[0]
     out.update(status=f.status, rows=f.rows_in, loaded=f.rows_loaded, skipped=f.rows_skipped,
                quarantined=f.rows_quarantined, message=f.message)
@@ -115,7 +118,9 @@ print(json.dumps(out))
 
 def run_step(step: str, path: Path, work: Path) -> dict:
     res = subprocess.run([sys.executable, "-c", CHILD, step, str(path), str(work)], capture_output=True, text=True,
-                         check=True)
+                         check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"{step} failed:\n{res.stdout}\n{res.stderr}")
     return json.loads(next(ln for ln in reversed(res.stdout.strip().splitlines()) if ln.startswith("{")))
 
 
@@ -127,7 +132,8 @@ def main() -> None:
     work = Path(args.dir)
     landing_file = work / "landing" / "bills" / "aws" / "cur2.csv"
     landing_file.parent.mkdir(parents=True, exist_ok=True)
-    (work / "bench.duckdb").unlink(missing_ok=True)
+    for leftover in work.glob("bench.duckdb*"):
+        leftover.unlink()
     t0 = time.perf_counter()
     ai = write_cur(landing_file, args.lines)
     size = landing_file.stat().st_size
@@ -139,9 +145,12 @@ def main() -> None:
         rate = args.lines / r["seconds"]
         print(f"{step:16s} {r['seconds']:7.2f} s  {rate:12,.0f} lines/s  peak RSS {r['peak_rss_mb']:7.0f} MB  "
               + json.dumps({k: v for k, v in r.items() if k not in ('seconds', 'peak_rss_mb')}))
-    ratio_all = results["read_csv_all"]["seconds"] / results["thinktax_ingest"]["seconds"]
-    ratio_count = results["read_csv_count"]["seconds"] / results["thinktax_ingest"]["seconds"]
-    print(f"ingest rate / read_csv rate: {ratio_all:.2f} (read_csv all columns), {ratio_count:.2f} (read_csv count(*))")
+    for label, secs in (("with start-up (imports, migrations)", results["thinktax_ingest"]["seconds"]),
+                        ("Ingestor.ingest only", results["thinktax_ingest"]["ingest_only_seconds"])):
+        ratio_all = results["read_csv_all"]["seconds"] / secs
+        ratio_count = results["read_csv_count"]["seconds"] / secs
+        print(f"ingest rate / read_csv rate, {label}: {ratio_all:.2f} (read_csv, all columns), "
+              f"{ratio_count:.2f} (read_csv count(*))")
 
 
 if __name__ == "__main__":
