@@ -740,6 +740,18 @@ COLUMNS.update({
         "unexplained_usd": _d("Sum of unexplained_usd: what the invoice_mismatch alert compares with its thresholds", USD),
         "unexplained_pct": _d("100 x unexplained_usd / invoice_usage_usd", "percent"),
     },
+    "marts.effective_rates": {
+        "provider": _d("Canonical provider", LABEL),
+        "model": _d("Model family (core.cloud_model_key); NULL for credits / discounts whose SKU names no model", LABEL),
+        "month": _d("Calendar month of the usage", _MONTHS),
+        "list_usd": _d("Usage and commitment lines at the cloud's list price (gross of credits and discounts)", USD),
+        "credits_usd": _d("Credits of the month (AWS Credit lines, GCP credits inside lines; negative)", USD),
+        "discounts_usd": _d("Discounts and refunds (EdpDiscount, PrivateRateDiscount, SavingsPlanNegation, ...; negative)", USD),
+        "net_usd": _d("list_usd + credits_usd + discounts_usd (tax left out)", USD),
+        "effective_discount": _d("1 - net_usd / list_usd", FRACTION),
+        "tokens": _d("Tokens the month's usage lines bill", TOKENS),
+        "net_usd_per_mtok": _d("net_usd per million invoice tokens", "USD per 1M tokens"),
+    },
     "marts.unattributed_invoice_lines": {
         "day": _d("UTC day of the usage", DAY),
         "cloud": _d("'aws', 'azure' or 'gcp'", LABEL),
