@@ -570,6 +570,10 @@ def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Par
             raise SourceFormatError(f"not a {cloud_name} cost export: no column {want}", line=1)
         for field in cloud.fields:
             exprs.setdefault(field, "CAST(NULL AS VARCHAR)")
+        missing_own = [fl for fl in cloud.fields if exprs[fl] == "CAST(NULL AS VARCHAR)"]
+        for other in CLOUDS.values():  # one set of fields for the typing SQL, NULL where a cloud has none
+            for field in other.fields:
+                exprs.setdefault(field, "CAST(NULL AS VARCHAR)")
         first_line = 2 if kind == "csv" else 1
         select = ", ".join(f"{e} AS {_q(f)}" for f, e in exprs.items())
         packed = ", ".join(f"{_q(f)} := {_q(f)}" for f in exprs)
@@ -577,24 +581,28 @@ def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Par
         try:
             # (the first and last billing period, not a DISTINCT list: a hash of every line's text
             # cost a third of the pass; an export holds one billing period, at most a few)
-            total, ai_rows, first_period, last_period = con.execute(
-                f"""SELECT count(*), list(struct_pack(line := rn + {first_line - 1}, {packed})) FILTER (WHERE is_ai),
-                           min(billing_period), max(billing_period)
+            con.execute(
+                f"""CREATE TEMP TABLE agg AS
+                    SELECT count(*) AS n, list(struct_pack(line := rn + {first_line - 1}, {packed})) FILTER (WHERE is_ai) AS ai,
+                           min(billing_period) AS first_period, max(billing_period) AS last_period
                     FROM (SELECT *, coalesce({cloud.ai_filter}, false) AS is_ai
-                          FROM (SELECT row_number() OVER () AS rn, {select} FROM {src}))""").fetchall()[0]
+                          FROM (SELECT row_number() OVER () AS rn, {select} FROM {src}))""")
         except duckdb.Error as exc:
             raise SourceFormatError(f"unreadable {kind}: {str(exc).splitlines()[0]}") from None
-        ai_rows = ai_rows or []
+        total, first_period, last_period = con.execute("SELECT n, first_period, last_period FROM agg").fetchall()[0]
+        con.execute("CREATE TEMP TABLE ai AS SELECT unnest(ai, recursive := true) FROM agg WHERE ai IS NOT NULL")
+        ai_lines = con.execute("SELECT count(*) FROM ai").fetchall()[0][0]
         period_months = _months_between(parse_time(first_period), parse_time(last_period))
-        meta: dict[str, object] = {"reader": kind, "lines": total, "ai_lines": len(ai_rows),
-                                   "columns_missing": [f for f in cloud.fields if exprs[f] == "CAST(NULL AS VARCHAR)"]}
-        if not period_months:  # no billing-period column: the months of the AI lines' usage
-            period_months = sorted({t.date().replace(day=1) for t in (parse_time(r["usage_start"]) for r in ai_rows) if t})
+        meta: dict[str, object] = {"reader": kind, "lines": total, "ai_lines": ai_lines,
+                                   "columns_missing": missing_own}
+        if not period_months and ai_lines:  # no billing-period column: the months of the AI lines' usage
+            starts = [parse_time(v) for (v,) in con.execute("SELECT DISTINCT usage_start FROM ai").fetchall()]
+            period_months = sorted({t.date().replace(day=1) for t in starts if t})
         meta["export_key"] = export_key(cloud_name, period_months, name)
-        rows, rejects = _lines(ai_rows, cloud, ctx, name)
-        meta["rules"] = sorted({r for r in rows.column("rule").to_pylist()}) if rows.num_rows else []
+        rows, rejects = _typed_lines(con, cloud, ctx) if ai_lines else (SCHEMA.empty_table(), [])
+        meta["rules"] = sorted(set(rows.column("rule").to_pylist())) if rows.num_rows else []
         return Parsed(table=TABLE, rows=rows, rejects=rejects, format=f"{cloud_name}_{kind}", meta=meta,
-                      skipped=total - len(ai_rows))
+                      skipped=total - ai_lines)
     finally:
         con.close()
 
@@ -658,134 +666,192 @@ def _credits(raw: str | None) -> Decimal | None:
     return total
 
 
-def _lines(ai_rows: list[dict], cloud: Cloud, ctx: ParseContext, name: str) -> tuple[pa.Table, list[Reject]]:  # noqa: C901, PLR0912, PLR0915
-    """The AI lines, typed and read by the rules; the rules run once per distinct SKU text."""
-    readings: dict[tuple, Reading] = {}
-    times: dict[str, dt.datetime | None] = {}
-    out: dict[str, list] = {f.name: [] for f in SCHEMA}
-    rejects: list[Reject] = []
-    tag = ctx.cloud_team_tag
-    seen_keys: dict[tuple, int] = {}
-    for r in ai_rows:
-        line = int(r["line"])
-        reasons: list[tuple[str, str]] = []
+def _register(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, list], types: dict[str, pa.DataType]) -> None:
+    con.register(name, pa.table({c: pa.array(v, type=types[c]) for c, v in columns.items()}))
 
-        def t(field: str, required: bool) -> dt.datetime | None:
-            v = r.get(field)
-            if v not in times:
-                times[v] = parse_time(v)
-            ts = times[v]
-            if ts is None and (required or (v is not None and str(v).strip())):
-                reasons.append((cloud.fields[field][0], f"{cloud.fields[field][0]}: not a date/time: '{v}'"
-                                if v else f"{cloud.fields[field][0]}: required value missing"))
-            return ts
 
-        start = t("usage_start", True)
-        end = t("usage_end", True) if cloud.name != "azure" else (start + dt.timedelta(days=1) if start else None)
-        if cloud.name == "azure" and r.get("usage_start") and re.fullmatch(r"\d{1,2}/\d{1,2}/\d{4}.*", r["usage_start"]):
-            first = int(r["usage_start"].split("/")[0])
-            if first > 12:
-                reasons.append(("Date", f"Date '{r['usage_start']}' is day-first; Azure exports write MM/DD/YYYY"))
-        period = t("billing_period", False)
-        quantity = _dec(r.get("quantity"))
-        cost = _dec(r.get("cost"))
-        for field, value in (("quantity", quantity), ("cost", cost)):
-            if value is None:
-                raw = r.get(field)
-                col = cloud.fields[field][0]
-                reasons.append((col, f"{col}: not a number: '{raw}'" if raw not in (None, "") else f"{col}: required value missing"))
-        currency = (r.get("currency") or "").strip().upper()
-        if not currency:
-            reasons.append((cloud.fields["currency"][0], f"{cloud.fields['currency'][0]}: required value missing"))
-            rate = None
-        else:
-            rate_raw = 1 if currency == "USD" else ctx.fx_usd_per_unit.get(currency, ctx.fx_usd_per_unit.get(currency.lower()))
-            rate = None if rate_raw is None else (Decimal(1) if currency == "USD" else rate_decimal(rate_raw).quantize(Decimal("1e-9")))
-            if rate is None:
-                reasons.append((cloud.fields["currency"][0],
-                                f"currency {currency}: no FX rate in fx/ (only USD is accepted without one)"))
-        charge_type = (r.get("charge_type") or ("Usage" if cloud.name == "azure" else "")).strip() or "Usage"
-        kind = charge_kind(charge_type)
-        if quantity is not None and quantity < 0 and kind == "usage":
-            reasons.append((cloud.fields["quantity"][0], f"negative usage amount {quantity} on a {charge_type} line"))
-        if start and end and end < start:
-            reasons.append((cloud.fields.get("usage_end", ("usage_end",))[0], "usage period ends before it starts"))
-        if reasons:
-            raw_text = json.dumps({k: v for k, v in r.items() if k != "line"}, default=str)[:2000]
-            rejects.append(Reject(line, reasons[0][0], "; ".join(x[1] for x in reasons), raw_text))
-            continue
-        sku = (r.get("sku") or "").strip()
-        service = (r.get("service") or "").strip()
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+_NUM = "TRY_CAST(nullif(nullif(lower(trim({c})), 'null'), 'nan') AS DECIMAL(38,10))"
+_USAGE_TYPES = "('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage')"
+
+
+def _readings(con: duckdb.DuckDBPyConnection, cloud: Cloud) -> None:
+    """``_readings``: one rule reading per distinct (charge type, SKU, what else the rule reads, unit)."""
+    az = cloud.name == "azure"
+    product = (f"CASE WHEN contains(sku, 'MP:') OR charge_type NOT IN {_USAGE_TYPES} THEN product END"
+               if cloud.name == "aws" else "NULL::VARCHAR")
+    extra = "sub_category, product_name, pricing_model" if az else "NULL::VARCHAR, NULL::VARCHAR, NULL::VARCHAR"
+    keys = con.execute(f"SELECT DISTINCT charge_type, coalesce(sku, ''), {product}, {extra}, unit FROM ai").fetchall()
+    names = ("charge_type", "sku", "product", "sub_category", "product_name", "pricing_model", "unit", "kind", "per",
+             "model", "bucket", "tier", "deployment_type", "long_context", "rule", "reason")
+    cols: dict[str, list] = {k: [] for k in names}
+    for charge_type, sku, prod, sub, prod_name, pricing, unit in keys:
+        ct = (charge_type or "").strip() or "Usage"
+        kind = charge_kind(ct)
+        sku_s = sku.strip()
         if cloud.name == "aws":
-            rk = ("aws", sku, r.get("product") if "MP:" in sku else None)
-        elif cloud.name == "azure":
-            rk = ("azure", sku, r.get("sub_category"), r.get("product_name"), r.get("pricing_model"))
+            reading = read_aws(sku_s, prod)
+        elif az:
+            reading = read_azure(sku_s, sub, prod_name, pricing if kind in ("usage", "commitment") else None)
         else:
-            rk = ("gcp", sku)
+            reading = read_gcp(sku_s)
         if kind not in ("usage", "commitment"):
-            reading = None  # credits, discounts, tax: money of the line, no bucket
-        else:
-            if rk not in readings:
-                if cloud.name == "aws":
-                    readings[rk] = read_aws(sku, rk[2])
-                elif cloud.name == "azure":
-                    readings[rk] = read_azure(sku, rk[2], rk[3], rk[4])
-                else:
-                    readings[rk] = read_gcp(sku)
-            reading = readings[rk]
-        if reading is None:
-            # a credit / discount / tax line: attributed to a model when its SKU names one
-            guess = None
-            if sku and cloud.name == "aws":
-                guess = read_aws(sku, r.get("product"))
-            elif sku and cloud.name == "gcp":
-                guess = read_gcp(sku)
-            elif sku:
-                guess = read_azure(sku, r.get("sub_category"), r.get("product_name"), None)
-            reading = Reading(f"{cloud.name}.{kind}", guess.model if guess and guess.rule != "unattributed" else None)
-        unit = r.get("unit")
-        per = tokens_per_unit(cloud.name, unit, reading.bucket)
-        tokens = None if per is None or quantity is None or reading.rule == "unattributed" else (quantity * per).quantize(Decimal(1))
-        fx = rate or Decimal(1)
-        cost_usd = cost if currency == "USD" else (cost * fx).quantize(Decimal("1e-10"))  # type: ignore[operator]
-        net = _dec(r.get("net_cost")) if cloud.name == "aws" else None
-        credits = _credits(r.get("credits")) if cloud.name == "gcp" else None
-        if credits is not None and currency != "USD":
-            credits = (credits * fx).quantize(Decimal("1e-10"))
-        if net is not None and currency != "USD":
-            net = (net * fx).quantize(Decimal("1e-10"))
-        if cloud.name == "gcp":
-            net = cost_usd + (credits or 0)
-        tags = _tags_object(cloud.name, r.get("tags"))
-        team = None
-        if tags:
-            for k in (tag, f"user:{tag}", f"user_{tag}"):
-                if tags.get(k) not in (None, ""):
-                    team = str(tags[k])
-                    break
-        region = (r.get("region") or "").strip().lower() or None
-        values = {
-            "line": line, "cloud": cloud.name, "provider": _provider(cloud.name, service),
-            "billing_period": (period or start).date().replace(day=1) if (period or start) else None,  # type: ignore[union-attr]
-            "invoice_id": r.get("invoice_id") or None, "account_id": r.get("account_id") or None,
-            "usage_start": start, "usage_end": end, "charge_type": charge_type, "charge_kind": kind,
-            "pricing_model": r.get("pricing_model") or None, "service": service, "sku": sku,
-            "sku_id": r.get("sku_id") or r.get("sub_category") or r.get("operation") or None,
-            "operation": r.get("operation") or None, "region": region, "resource_id": r.get("resource_id") or None,
-            "principal": r.get("principal") or None,
-            "tags_json": json.dumps(tags, sort_keys=True) if tags else None,
-            "quantity": quantity, "unit": unit, "tokens": tokens, "cost": cost, "currency": currency,
-            "fx_usd_per_unit": fx, "cost_usd": cost_usd, "net_cost_usd": net, "credits_usd": credits,
-            "model": reading.model, "bucket": reading.bucket, "tier": reading.tier,
-            "deployment_type": reading.deployment_type, "long_context": reading.long_context,
-            "rule": reading.rule, "unattributed_reason": reading.reason, "team": team,
-        }
-        key = tuple(values.get(c) for c in KEY_COLUMNS)
-        seen_keys[key] = seen_keys.get(key, 0) + 1
-        values["key_occurrence"] = seen_keys[key]
-        for f in SCHEMA:
-            out[f.name].append(values[f.name])
-    return pa.Table.from_pydict(out, schema=SCHEMA), rejects
+            # a credit / discount / tax line: the model its SKU names, if any; no bucket
+            reading = Reading(f"{cloud.name}.{kind}", reading.model if sku_s and reading.rule != "unattributed" else None)
+        per = tokens_per_unit(cloud.name, unit, reading.bucket) if reading.rule != "unattributed" else None
+        for k, v in zip(names, (charge_type, sku, prod, sub, prod_name, pricing, unit, kind, per, reading.model,
+                                reading.bucket, reading.tier, reading.deployment_type, reading.long_context,
+                                reading.rule, reading.reason), strict=True):
+            cols[k].append(v)
+    types = {k: pa.string() for k in names}
+    types.update(per=pa.int64(), long_context=pa.bool_())
+    _register(con, "_readings", cols, types)
+
+
+def _lookups(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext) -> None:
+    """``_times``, ``_tags``, ``_credits``, ``_fx``: each distinct text read once in Python."""
+    times = [v for (v,) in con.execute(
+        "SELECT DISTINCT v FROM (SELECT usage_start AS v FROM ai UNION ALL SELECT usage_end FROM ai "
+        "UNION ALL SELECT billing_period FROM ai) WHERE v IS NOT NULL").fetchall()]
+    _register(con, "_times", {"v": times, "ts": [parse_time(v) for v in times]},
+              {"v": pa.string(), "ts": pa.timestamp("us")})
+    tag = ctx.cloud_team_tag
+    texts = [v for (v,) in con.execute("SELECT DISTINCT tags FROM ai WHERE tags IS NOT NULL").fetchall()]
+    tags_json, teams = [], []
+    for raw in texts:
+        obj = _tags_object(cloud.name, raw)
+        tags_json.append(json.dumps(obj, sort_keys=True) if obj else None)
+        teams.append(next((str(obj[k]) for k in (tag, f"user:{tag}", f"user_{tag}") if obj and obj.get(k) not in (None, "")),
+                          None))
+    _register(con, "_tags", {"v": texts, "tags_json": tags_json, "team": teams},
+              {"v": pa.string(), "tags_json": pa.string(), "team": pa.string()})
+    texts = [v for (v,) in con.execute("SELECT DISTINCT credits FROM ai WHERE credits IS NOT NULL").fetchall()]
+    _register(con, "_credits", {"v": texts, "amount": [_credits(v) for v in texts]},
+              {"v": pa.string(), "amount": pa.decimal128(38, 10)})
+    currencies = [v for (v,) in con.execute(
+        "SELECT DISTINCT upper(trim(currency)) FROM ai WHERE nullif(trim(currency), '') IS NOT NULL").fetchall()]
+    rates = []
+    for cur in currencies:
+        raw_rate = 1 if cur == "USD" else ctx.fx_usd_per_unit.get(cur, ctx.fx_usd_per_unit.get(cur.lower()))
+        rates.append(None if raw_rate is None else
+                     Decimal(1) if cur == "USD" else rate_decimal(raw_rate).quantize(Decimal("1e-9")))
+    _register(con, "_fx", {"currency": currencies, "rate": rates}, {"currency": pa.string(), "rate": pa.decimal128(18, 9)})
+
+
+def _checks(cloud: Cloud) -> list[tuple[str, str, str]]:
+    """(field, condition, reason) of every rule a line must meet, in reporting order (SQL over ``t``)."""
+    f = {k: v[0] for k, v in cloud.fields.items()}
+    az = cloud.name == "azure"
+    end_field = "usage_end" if az else f["usage_end"]
+    out = [
+        (f["usage_start"], "ts_start IS NULL AND nullif(trim(usage_start), '') IS NULL", _lit(f["usage_start"] + ": required value missing")),
+        (f["usage_start"], "ts_start IS NULL AND nullif(trim(usage_start), '') IS NOT NULL",
+         _lit(f["usage_start"] + ": not a date/time: '") + " || usage_start || ''''"),
+    ]
+    if not az:
+        out += [
+            (end_field, "ts_end IS NULL AND nullif(trim(usage_end), '') IS NULL", _lit(end_field + ": required value missing")),
+            (end_field, "ts_end IS NULL AND nullif(trim(usage_end), '') IS NOT NULL",
+             _lit(end_field + ": not a date/time: '") + " || usage_end || ''''"),
+        ]
+    else:
+        out.append(("Date", "regexp_matches(usage_start, '^[0-9]{1,2}/[0-9]{1,2}/[0-9]{4}') "
+                            "AND TRY_CAST(split_part(usage_start, '/', 1) AS INTEGER) > 12",
+                    "'Date ''' || usage_start || ''' is day-first; Azure exports write MM/DD/YYYY'"))
+    out += [
+        (f["billing_period"], "ts_period IS NULL AND nullif(trim(billing_period), '') IS NOT NULL",
+         _lit(f["billing_period"] + ": not a date/time: '") + " || billing_period || ''''"),
+        (f["quantity"], "q IS NULL AND nullif(trim(quantity), '') IS NULL", _lit(f["quantity"] + ": required value missing")),
+        (f["quantity"], "q IS NULL AND nullif(trim(quantity), '') IS NOT NULL",
+         _lit(f["quantity"] + ": not a number: '") + " || quantity || ''''"),
+        (f["cost"], "k IS NULL AND nullif(trim(cost), '') IS NULL", _lit(f["cost"] + ": required value missing")),
+        (f["cost"], "k IS NULL AND nullif(trim(cost), '') IS NOT NULL", _lit(f["cost"] + ": not a number: '") + " || cost || ''''"),
+        (f["currency"], "nullif(cur, '') IS NULL", _lit(f["currency"] + ": required value missing")),
+        (f["currency"], "nullif(cur, '') IS NOT NULL AND rate IS NULL",
+         "'currency ' || cur || ': no FX rate in fx/ (only USD is accepted without one)'"),
+        (f["quantity"], "q < 0 AND kind = 'usage'", "'negative usage amount ' || trim(quantity) || ' on a ' || ct || ' line'"),
+        (end_field, "ts_end < ts_start", "'usage period ends before it starts'"),
+    ]
+    return out
+
+
+def _typed_lines(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext) -> tuple[pa.Table, list[Reject]]:
+    """The AI lines (temp table ``ai``, text as read) typed and read by the rules, in SQL: Python runs
+    once per *distinct* time, SKU reading, tag set, credit list and currency, never per line."""
+    az = cloud.name == "azure"
+    _lookups(con, cloud, ctx)
+    _readings(con, cloud)
+    product = (f"CASE WHEN contains(a.sku, 'MP:') OR a.charge_type NOT IN {_USAGE_TYPES} THEN a.product END"
+               if cloud.name == "aws" else "NULL")
+    checks = _checks(cloud)
+    reasons = "list_filter([" + ", ".join(f"CASE WHEN {c} THEN {r} END" for _f, c, r in checks) + "], lambda x: x IS NOT NULL)"
+    fields = "list_filter([" + ", ".join(f"CASE WHEN {c} THEN {_lit(fl)} END" for fl, c, _r in checks) + "], lambda x: x IS NOT NULL)[1]"
+    con.execute(f"""
+        CREATE TEMP TABLE typed AS
+        WITH t0 AS (
+            SELECT a.*, ts.ts AS ts_start, tb.ts AS ts_period, te.ts AS ts_end_read,
+                   {_NUM.format(c='a.quantity')} AS q, {_NUM.format(c='a.cost')} AS k,
+                   {_NUM.format(c='a.net_cost')} AS net_raw,
+                   upper(trim(a.currency)) AS cur, fx.rate,
+                   r.kind, r.per, r.model AS r_model, r.bucket, r.tier, r.deployment_type, r.long_context, r.rule, r.reason,
+                   coalesce(nullif(trim(a.charge_type), ''), 'Usage') AS ct,
+                   tg.tags_json, tg.team, cr.amount AS credits_raw
+            FROM ai a
+            LEFT JOIN _times ts ON ts.v = a.usage_start
+            LEFT JOIN _times te ON te.v = a.usage_end
+            LEFT JOIN _times tb ON tb.v = a.billing_period
+            LEFT JOIN _fx fx ON fx.currency = upper(trim(a.currency))
+            LEFT JOIN _readings r
+                   ON r.charge_type IS NOT DISTINCT FROM a.charge_type AND r.sku = coalesce(a.sku, '')
+                  AND r.product IS NOT DISTINCT FROM {product}
+                  AND r.sub_category IS NOT DISTINCT FROM {'a.sub_category' if az else 'NULL'}
+                  AND r.product_name IS NOT DISTINCT FROM {'a.product_name' if az else 'NULL'}
+                  AND r.pricing_model IS NOT DISTINCT FROM {'a.pricing_model' if az else 'NULL'}
+                  AND r.unit IS NOT DISTINCT FROM a.unit
+            LEFT JOIN _tags tg ON tg.v = a.tags
+            LEFT JOIN _credits cr ON cr.v = a.credits
+        ),
+        t AS (
+            SELECT *, {'ts_start + INTERVAL 1 DAY' if az else 'ts_end_read'} AS ts_end FROM t0
+        )
+        SELECT *, {reasons} AS reasons, {fields} AS first_field FROM t""")
+    rejects = [Reject(int(line), field, "; ".join(rs), raw[:2000]) for line, field, rs, raw in con.execute(
+        "SELECT line, first_field, reasons, CAST(to_json(struct_pack("
+        + ", ".join(f"{_q(c)} := {_q(c)}" for c in cloud.fields)
+        + ")) AS VARCHAR) FROM typed WHERE len(reasons) > 0 ORDER BY line").fetchall()]
+    provider = ("'bedrock'" if cloud.name == "aws" else "'azure'" if az else
+                "CASE WHEN lower(trim(service)) IN ('gemini api', 'generative language api') THEN 'gemini' ELSE 'vertex_ai' END")
+
+    def usd(x: str) -> str:
+        return f"CASE WHEN cur = 'USD' THEN {x} ELSE CAST(round({x} * rate, 10) AS DECIMAL(38,10)) END"
+
+    net = (f"{usd('k')} + coalesce({usd('credits_raw')}, 0)" if cloud.name == "gcp"
+           else usd("net_raw") if cloud.name == "aws" else "NULL::DECIMAL(38,10)")
+    sku_id = {"gcp": "nullif(sku_id, '')", "azure": "nullif(sub_category, '')"}.get(cloud.name, "nullif(operation, '')")
+    key = ", ".join(_q(c) for c in KEY_COLUMNS)
+    rows = con.sql(f"""
+        WITH good AS (
+            SELECT line, {_lit(cloud.name)} AS cloud, {provider} AS provider,
+                   CAST(date_trunc('month', coalesce(ts_period, ts_start)) AS DATE) AS billing_period,
+                   nullif(invoice_id, '') AS invoice_id, nullif(account_id, '') AS account_id,
+                   ts_start AS usage_start, ts_end AS usage_end, ct AS charge_type, kind AS charge_kind,
+                   nullif(pricing_model, '') AS pricing_model, trim(service) AS service, trim(coalesce(sku, '')) AS sku,
+                   coalesce({sku_id}, nullif(operation, '')) AS sku_id,
+                   nullif(operation, '') AS operation, nullif(lower(trim(region)), '') AS region,
+                   nullif(resource_id, '') AS resource_id, nullif(principal, '') AS principal, tags_json,
+                   q AS quantity, unit,
+                   CASE WHEN per IS NOT NULL THEN CAST(round(q * per) AS DECIMAL(38,0)) END AS tokens,
+                   k AS cost, cur AS currency, rate AS fx_usd_per_unit, {usd('k')} AS cost_usd,
+                   {net} AS net_cost_usd, {usd('credits_raw')} AS credits_usd,
+                   r_model AS model, bucket, tier, deployment_type, long_context, rule, reason AS unattributed_reason, team
+            FROM typed WHERE len(reasons) = 0
+        )
+        SELECT *, CAST(row_number() OVER (PARTITION BY {key} ORDER BY line) AS INTEGER) AS key_occurrence
+        FROM good ORDER BY line""").to_arrow_table()
+    return rows.select([fl.name for fl in SCHEMA]).cast(SCHEMA), rejects
 
 
 def _bytes_parser(cloud_name: str):  # noqa: ANN202
