@@ -16,10 +16,13 @@ line no rule understands keeps its money with ``rule = 'unattributed'`` and the 
 guessed. The rules, with the spellings they accept, are in :data:`RULES` and docs/contract.md; the
 spellings come from the sources listed in tests/fixtures/bills/cloud/README.md.
 
+The AI lines are then typed in the same private DuckDB (``_typed_lines``): text -> DECIMAL(38,10)
+(never a float for CSV), times, FX, tags and the rule readings joined from small lookup tables.
 A line is rejected (``ops.quarantine``, with its line and the reason) when a required value is
 missing or unreadable, when its usage amount is negative on a usage line, or when its currency has
-no ``fx/`` rate (USD needs none). Money is DECIMAL(38,10) (text -> DECIMAL, never a float for CSV);
-the USD amount is ``cost x fx_usd_per_unit`` as in the other bills.
+no ``fx/`` rate (USD needs none). The USD amount is ``cost x fx_usd_per_unit`` (rounded to 10
+decimals) as in the other bills. ``line`` is the physical line for CSV (header = line 1; a quoted
+newline inside a field would shift it), the record number for Parquet and NDJSON.
 
 Re-issued exports: every file gets ``meta['export_key']`` = cloud | billing months it covers | its
 path with run ids (GUIDs, timestamps) as ``*``. A later file with the same key is the same export
@@ -531,14 +534,6 @@ def export_key(cloud: str, months: list[dt.date], name: str) -> str:
     return f"{cloud}|{','.join(m.strftime('%Y-%m') for m in months)}|{_RUN_ID.sub('*', name)}"
 
 
-def _provider(cloud: str, service: str) -> str:
-    if cloud == "aws":
-        return "bedrock"
-    if cloud == "azure":
-        return "azure"
-    return "gemini" if service.strip().lower() in ("gemini api", "generative language api") else "vertex_ai"
-
-
 def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Parsed:  # noqa: C901, PLR0912, PLR0915
     cloud = CLOUDS[cloud_name]
     con = duckdb.connect()
@@ -618,21 +613,6 @@ def _months_between(first: dt.datetime | None, last: dt.datetime | None) -> list
         months.append(m)
         m = (m + dt.timedelta(days=32)).replace(day=1)
     return months
-
-
-def _dec(value: str | None) -> Decimal | None:
-    if value is None:
-        return None
-    s = str(value).strip()
-    if not s or s.lower() in ("null", "nan"):
-        return None
-    try:
-        d = Decimal(s)
-    except ArithmeticError:
-        return None
-    if not d.is_finite():
-        return None
-    return d.quantize(Decimal("1e-10"))
 
 
 def _tags_object(cloud: str, raw: str | None) -> dict | None:
