@@ -566,9 +566,8 @@ def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Par
         for field in cloud.fields:
             exprs.setdefault(field, "CAST(NULL AS VARCHAR)")
         missing_own = [fl for fl in cloud.fields if exprs[fl] == "CAST(NULL AS VARCHAR)"]
-        for other in CLOUDS.values():  # one set of fields for the typing SQL, NULL where a cloud has none
-            for field in other.fields:
-                exprs.setdefault(field, "CAST(NULL AS VARCHAR)")
+        # the other clouds' fields, NULL: one set of names for the typing SQL (added after the pass)
+        others = sorted({fl for c in CLOUDS.values() for fl in c.fields} - set(cloud.fields))
         first_line = 2 if kind == "csv" else 1
         select = ", ".join(f"{e} AS {_q(f)}" for f, e in exprs.items())
         packed = ", ".join(f"{_q(f)} := {_q(f)}" for f in exprs)
@@ -585,7 +584,8 @@ def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Par
         except duckdb.Error as exc:
             raise SourceFormatError(f"unreadable {kind}: {str(exc).splitlines()[0]}") from None
         total, first_period, last_period = con.execute("SELECT n, first_period, last_period FROM agg").fetchall()[0]
-        con.execute("CREATE TEMP TABLE ai AS SELECT unnest(ai, recursive := true) FROM agg WHERE ai IS NOT NULL")
+        nulls = "".join(f", CAST(NULL AS VARCHAR) AS {_q(fl)}" for fl in others)
+        con.execute(f"CREATE TEMP TABLE ai AS SELECT unnest(ai, recursive := true){nulls} FROM agg WHERE ai IS NOT NULL")
         ai_lines = con.execute("SELECT count(*) FROM ai").fetchall()[0][0]
         period_months = _months_between(parse_time(first_period), parse_time(last_period))
         meta: dict[str, object] = {"reader": kind, "lines": total, "ai_lines": ai_lines,
