@@ -860,6 +860,17 @@ CLOUD_BILL_LINES = Table(
            a_at_least_b("usage_end", "usage_start", "a usage period does not end before it starts")),
 )
 
+CLOUD_PRINCIPALS = Table(
+    "stg.cloud_principals",
+    "Catalog snapshot (catalog/cloud_principals.csv): the team of a cloud principal (an AWS IAM role or user "
+    "ARN as line_item_iam_principal writes it), for cloud invoice lines without a [cloud] team_tag. "
+    "grain: one row per principal.",
+    (
+        req("principal", "VARCHAR", "as the invoice writes it, e.g. 'arn:aws:iam::111122223333:role/search-app'"),
+        req("team", "VARCHAR", "team"),
+    ),
+)
+
 METRIC_SAMPLES = Table(
     "stg.metric_samples",
     "Prometheus scrapes from vLLM, SGLang and the NVIDIA DCGM exporter, in long form. "
@@ -892,7 +903,7 @@ METRIC_SAMPLES = Table(
 TABLES: dict[str, Table] = {t.name: t for t in (
     REQUESTS, REPORTED_COSTS, LLM_PRICES, GPU_PRICES, FX_RATES, MODELS, MODEL_CONFIGS, NODES, DEPLOYMENTS,
     SUBSTITUTIONS, BUDGETS, ENDPOINTS, OPENAI_USAGE, OPENAI_COSTS, ANTHROPIC_USAGE, ANTHROPIC_COSTS, FOCUS_COSTS, METRIC_SAMPLES,
-    CLOUD_BILL_LINES,
+    CLOUD_BILL_LINES, CLOUD_PRINCIPALS,
 )}
 
 

@@ -78,6 +78,10 @@ def landing_with(root: Path, *clouds: str) -> Path:
     (landing / "telemetry" / "requests" / "calls.jsonl").write_text("\n".join(json.dumps(c) for c in CALLS) + "\n")
     for cloud in clouds:
         shutil.copytree(FIXTURES / cloud, landing / "bills" / cloud)
+    (landing / "catalog").mkdir()
+    (landing / "catalog" / "cloud_principals.csv").write_text(
+        "principal,team\narn:aws:iam::111122223333:role/batch-jobs,research\n"
+        "arn:aws:iam::111122223333:role/search-app,not-used-the-tag-wins\n")
     return landing
 
 
@@ -232,3 +236,11 @@ def test_effective_rates_after_credits_and_discounts(wh):
     assert got["azure", "gpt-4o"][:4] == [D("7.80"), D("0"), D("0"), D("7.80")]
     # GCP credits inside the lines: -0.10 committed use, -0.40 free trial
     assert got["vertex_ai", "gemini-2.5-pro"][:4] == [D("125.025"), D("-0.5"), D("0"), D("124.525")]
+
+
+def test_the_team_is_the_tag_else_the_principals_team(wh):
+    got = dict(rows(wh, "SELECT sku, team FROM core.cloud_bill_lines WHERE cloud = 'aws' AND charge_kind = 'usage'"))
+    assert got["USE1-Claude4.5Sonnet-input-tokens"] == "search"  # resource_tags user_team
+    # no tag: catalog/cloud_principals.csv names the team of role/batch-jobs
+    assert got["USE1-Claude4.5Sonnet-cache-write-input-token-count"] == "research"
+    assert got["USE1-Claude4.5Sonnet-search-units"] is None

@@ -506,6 +506,8 @@ def _cloud_formats(con):
 
 
 CASES += [
+    Case("catalog_cloud_principals", "catalog", {"catalog/cloud_principals.csv": Out("loaded", 2, 1, 0, 1, (
+        (3, "team", "missing"),))}),
     Case("bills_cloud_not_a_cost_export", "bills_cloud", {
         AWS + "exports/not-a-cur.csv": Out.unreadable(None, None, "unknown format"),
         AZ + "notes.txt": Out.unreadable(None, None, "unknown format")}),

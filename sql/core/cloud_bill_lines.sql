@@ -10,10 +10,20 @@
 -- * GCP credits carried inside a usage line (credits_usd) appear as their own 'credit' row
 --   (is_line_credit), so that the usage row stays gross of them as on the other invoices.
 -- model is the family key (core.cloud_model_key, as the rules spell it: 'claude-sonnet-4-5').
+-- team: the line's [cloud] team_tag tag / label, else the team catalog/cloud_principals.csv (the
+-- newest file) gives its principal (line_item_iam_principal), else NULL.
 -- @kind: full
 -- @grain: one row per invoice line (file_id x line), plus one per GCP line with credits
-WITH lines AS (
-    SELECT * FROM stg.cloud_bill_lines
+WITH principals AS (
+    SELECT principal, team
+    FROM stg.cloud_principals
+    WHERE file_id = (SELECT max(file_id) FROM stg.cloud_principals)
+    QUALIFY row_number() OVER (PARTITION BY principal ORDER BY line DESC) = 1
+),
+lines AS (
+    SELECT l.* REPLACE (coalesce(l.team, p.team) AS team)
+    FROM stg.cloud_bill_lines l
+    LEFT JOIN principals p ON p.principal = l.principal
 ),
 shaped AS (
     SELECT file_id, line, false AS is_line_credit, cloud, provider, CAST(usage_start AS DATE) AS day,

@@ -70,3 +70,12 @@ CREATE OR REPLACE MACRO core.cloud_model_key(m) AS
             regexp_replace(core.model_key(core.bedrock_base_model(lower(trim(m)))), '-v[0-9]+(:[0-9]+)?$', ''),
             '^(anthropic|openai|meta|mistral|amazon|cohere|ai21|deepseek|qwen|google|xai|writer)\.', ''),
         '(-[0-9]{8}|-[0-9]{4}-[0-9]{2}-[0-9]{2}|-00[0-9])$', '');
+
+-- catalog/cloud_principals.csv: the team of a cloud principal (line_item_iam_principal).
+-- Catalog snapshot (catalog/cloud_principals.csv): the team of a cloud principal (an AWS IAM role or user ARN as line_item_iam_principal writes it), for cloud invoice lines without a [cloud] team_tag. grain: one row per principal.
+CREATE TABLE IF NOT EXISTS stg.cloud_principals (
+    file_id   INTEGER NOT NULL,  -- ops.ingested_files.file_id of the file the row came from
+    line      BIGINT NOT NULL,  -- 1-based line of the record in its file (record number for JSON documents)
+    principal VARCHAR NOT NULL,  -- as the invoice writes it, e.g. 'arn:aws:iam::111122223333:role/search-app'
+    team      VARCHAR NOT NULL  -- team
+);
