@@ -2,13 +2,17 @@
 
 A parser is a plain function ``parse(data: bytes, name: str, ctx: ParseContext) -> Parsed``.
 ``data`` is the file's bytes, already gunzipped; ``name`` is the file's path relative to the
-landing folder (used in messages only). A parser never touches DuckDB or Dagster.
+landing folder (used in messages only). A parser never touches the warehouse or Dagster. The
+cloud invoice parsers (``sources/bills_cloud.py``) are also ``parse_path(path, name, ctx)``: they
+read a file of millions of lines by its path with DuckDB's own readers in a private in-memory
+connection, and count the lines they skip on purpose in ``Parsed.skipped``.
 
 * Records it can read but must reject (bad number, missing required field, impossible value)
   become :class:`Reject` rows: they land in ``ops.quarantine`` with file, line, field, reason.
 * A file it cannot read at all (truncated JSON, wrong format) raises :class:`SourceFormatError`
   naming the line and field where it can; the warehouse then quarantines the whole file.
-* ``rows_in`` counts the records read: ``rows + rejects + duplicates`` (the parser's own repeats).
+* ``rows_in`` counts the records read: ``rows + rejects + duplicates`` (the parser's own repeats)
+  ``+ skipped`` (records deliberately not kept: a cloud invoice's non-AI lines).
   Duplicates are decided later, against what the warehouse already holds.
 
 The good rows are a ``pyarrow.Table`` whose columns match the staging table named in
