@@ -33,6 +33,10 @@ rules, runs for three more kinds (``ops.alert_state.alert``), each subject keyed
 * ``budget_soft`` / ``budget_hard`` (model ``'<team> <YYYY-MM>'``: a new month is a new subject):
   "above" when the month's spend in ``marts.budget_status`` reaches ``soft_pct`` % of the budget /
   the budget (>=); the message also gives the month's chosen forecast (``marts.budget_outlook``).
+* ``invoice_mismatch`` (model ``'<provider> <YYYY-MM>'``): "above" when the cloud invoice's
+  unexplained difference of the month (``marts.invoice_mismatch``, issue 25) is strictly above both
+  ``[alert] invoice_mismatch_usd`` and ``invoice_mismatch_pct`` % of the month's invoice usage, in
+  absolute value (the invoice above or below the logs).
 
 The state lives in the run's build file and is
 published with it; if a run fails after sending (before publishing), the next run sends again:
@@ -401,6 +405,31 @@ def budget_warnings(con: duckdb.DuckDBPyConnection) -> list[Warning_]:
     return out
 
 
+def invoice_warnings(con: duckdb.DuckDBPyConnection, cfg: Config) -> list[Warning_]:
+    """invoice_mismatch subjects: one per provider and month of marts.invoice_mismatch."""
+    if not _table_exists(con, "marts.invoice_mismatch"):
+        return []
+    usd_limit = Decimal(str(cfg.alert.invoice_mismatch_usd))
+    pct_limit = cfg.alert.invoice_mismatch_pct
+    out = []
+    for provider, month, usage, logs, unexplained, pct in con.execute(
+            "SELECT provider, month, invoice_usage_usd, logs_usd, unexplained_usd, unexplained_pct "
+            "FROM marts.invoice_mismatch ORDER BY provider, month").fetchall():
+        unexplained = Decimal(unexplained or 0)
+        above = abs(unexplained) > usd_limit and (pct is None or abs(pct) > pct_limit)
+        text = (f"thinktax invoice: the {provider} invoice of {month:%Y-%m} differs from the usage logs by "
+                f"${unexplained:,.2f} that no credit, discount, tax, rounding, missing call, provisioned or "
+                f"unattributed line explains ({'n/a' if pct is None else f'{pct:.2f} %'} of ${Decimal(usage or 0):,.2f} "
+                f"invoice usage; logs ${Decimal(logs or 0):,.2f}). See marts.invoice_reconciliation.")
+        payload = {"text": text, "alert": "invoice_mismatch", "provider": provider, "month": month.isoformat(),
+                   "unexplained_usd": float(round(unexplained, 2)), "unexplained_pct": pct,
+                   "invoice_usage_usd": float(round(Decimal(usage or 0), 2)), "logs_usd": float(round(Decimal(logs or 0), 2)),
+                   "threshold_usd": float(usd_limit), "threshold_pct": pct_limit}
+        out.append(Warning_("invoice_mismatch", f"{provider} {month:%Y-%m}", above, unexplained, usd_limit, month,
+                            None, payload))
+    return out
+
+
 def _evaluate_warnings(con: duckdb.DuckDBPyConnection, warnings_: list[Warning_], webhook: str, now: dt.datetime,
                        out: Outcome, logger: Logger, post) -> None:
     for w in warnings_:
@@ -479,5 +508,6 @@ def evaluate(con: duckdb.DuckDBPyConnection, cfg: Config, *, as_of: dt.date | No
             out.failed += 1
             out.errors.append(f"{s.model}: {error}")
             logger.warning(f"alert: delivery for {s.model} failed ({error}); it will be retried on the next run")
-    _evaluate_warnings(con, ahead_warnings(con, cfg) + budget_warnings(con), webhook, now, out, logger, post)
+    _evaluate_warnings(con, ahead_warnings(con, cfg) + budget_warnings(con) + invoice_warnings(con, cfg), webhook, now,
+                       out, logger, post)
     return out

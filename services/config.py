@@ -43,6 +43,10 @@ class Alert:
     window_days: int = 30  # trailing window of reasoning API spend
     threshold_usd_per_month: float = 0.0  # 0 = break-even of the cheapest feasible deployment
     warn_months: int = 3  # breakeven_ahead: warn once when the expected crossing is this many months away or less
+    # invoice_mismatch: warn once per provider and month when the cloud invoice's unexplained difference
+    # (marts.invoice_mismatch) exceeds both this many USD and this percent of the month's invoice usage
+    invoice_mismatch_usd: float = 100.0
+    invoice_mismatch_pct: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,14 @@ class Otel:
 
 
 @dataclass(frozen=True)
+class Cloud:
+    # The tag (AWS resource_tags, Azure Tags) or label (GCP labels) of a cloud invoice line that names
+    # its team (also tried as 'user:<tag>' and 'user_<tag>', AWS's user-defined tag spellings).
+    # Applies to cloud invoices ingested from then on.
+    team_tag: str = "team"
+
+
+@dataclass(frozen=True)
 class Engine:
     kind: str = "duckdb"  # 'duckdb' (one process, the default) or 'spark' (warehouse/spark/)
     spark_remote: str = ""  # 'sc://host:port': a cluster through Spark Connect; empty = local[2]
@@ -82,6 +94,7 @@ class Config:
     forecast: Forecast = field(default_factory=Forecast)
     capacity: Capacity = field(default_factory=Capacity)
     otel: Otel = field(default_factory=Otel)
+    cloud: Cloud = field(default_factory=Cloud)
     engine: Engine = field(default_factory=Engine)
     source: str | None = None  # the file it came from, if any
 
@@ -101,6 +114,7 @@ class Config:
             "forecast_horizon_months": int(self.forecast.horizon_months),
             "capacity_max_queue_seconds": float(self.capacity.max_queue_seconds),
             "otel_team_attribute": str(self.otel.team_attribute),
+            "cloud_team_tag": str(self.cloud.team_tag),
         }
 
 
@@ -128,6 +142,10 @@ def _check(cfg: Config) -> Config:
         raise ConfigError("capacity.max_queue_seconds must be >= 0")
     if not isinstance(cfg.otel.team_attribute, str) or not cfg.otel.team_attribute.strip():
         raise ConfigError("otel.team_attribute must be a resource attribute name, e.g. 'service.namespace'")
+    if cfg.alert.invoice_mismatch_usd < 0 or cfg.alert.invoice_mismatch_pct < 0:
+        raise ConfigError("alert.invoice_mismatch_usd and alert.invoice_mismatch_pct must be >= 0")
+    if not isinstance(cfg.cloud.team_tag, str) or not cfg.cloud.team_tag.strip():
+        raise ConfigError("cloud.team_tag must be a tag / label name, e.g. 'team'")
     return cfg
 
 
@@ -144,7 +162,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"config file not found: {p}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    known = {"hours_per_month", "tiers", "alert", "forecast", "capacity", "otel", "engine"}
+    known = {"hours_per_month", "tiers", "alert", "forecast", "capacity", "otel", "cloud", "engine"}
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
@@ -154,6 +172,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         forecast = Forecast(**raw.get("forecast", {}))
         capacity = Capacity(**raw.get("capacity", {}))
         otel = Otel(**raw.get("otel", {}))
+        cloud = Cloud(**raw.get("cloud", {}))
         engine = Engine(**raw.get("engine", {}))
     except TypeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
@@ -162,7 +181,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     if engine.ingest not in ("duckdb", "spark"):
         raise ConfigError(f"{p}: engine.ingest must be 'spark' or 'duckdb', got {engine.ingest!r}")
     return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, forecast=forecast,
-                         capacity=capacity, otel=otel, engine=engine, source=str(p)))
+                         capacity=capacity, otel=otel, cloud=cloud, engine=engine, source=str(p)))
 
 
 WAREHOUSE_FILE = Path(DEFAULT_WAREHOUSE).name

@@ -2,13 +2,17 @@
 
 A parser is a plain function ``parse(data: bytes, name: str, ctx: ParseContext) -> Parsed``.
 ``data`` is the file's bytes, already gunzipped; ``name`` is the file's path relative to the
-landing folder (used in messages only). A parser never touches DuckDB or Dagster.
+landing folder (used in messages only). A parser never touches the warehouse or Dagster. The
+cloud invoice parsers (``sources/bills_cloud.py``) are also ``parse_path(path, name, ctx)``: they
+read a file of millions of lines by its path with DuckDB's own readers in a private in-memory
+connection, and count the lines they skip on purpose in ``Parsed.skipped``.
 
 * Records it can read but must reject (bad number, missing required field, impossible value)
   become :class:`Reject` rows: they land in ``ops.quarantine`` with file, line, field, reason.
 * A file it cannot read at all (truncated JSON, wrong format) raises :class:`SourceFormatError`
   naming the line and field where it can; the warehouse then quarantines the whole file.
-* ``rows_in`` counts the records read: ``rows + rejects + duplicates`` (the parser's own repeats).
+* ``rows_in`` counts the records read: ``rows + rejects + duplicates`` (the parser's own repeats)
+  ``+ skipped`` (records deliberately not kept: a cloud invoice's non-AI lines).
   Duplicates are decided later, against what the warehouse already holds.
 
 The good rows are a ``pyarrow.Table`` whose columns match the staging table named in
@@ -24,6 +28,7 @@ import datetime as dt
 import re
 from decimal import Decimal
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -59,6 +64,8 @@ class ParseContext:
     fx_usd_per_unit: dict[str, float] = field(default_factory=dict)  # currency -> USD rate
     # thinktax.toml [otel] team_attribute: the resource attribute that names an OTel span's team
     otel_team_attribute: str = "service.namespace"
+    # thinktax.toml [cloud] team_tag: the tag / label of a cloud invoice line that names its team
+    cloud_team_tag: str = "team"
 
 
 @dataclass
@@ -75,13 +82,19 @@ class Parsed:
     # A side row is inserted, in the same transaction, exactly when its main row is loaded (not
     # when that row is a duplicate, a conflict or rejected), so it never counts in rows_in.
     side: dict[str, pa.Table] = field(default_factory=dict)
+    # records read and deliberately not kept (a cloud export's non-AI lines): counted in
+    # ops.ingested_files.rows_skipped, never quarantined
+    skipped: int = 0
 
     @property
     def rows_in(self) -> int:
-        return self.rows.num_rows + len(self.rejects) + self.duplicates
+        return self.rows.num_rows + len(self.rejects) + self.duplicates + self.skipped
 
 
 Parser = Callable[[bytes, str, ParseContext], Parsed]
+# A parser of huge files (cloud invoices): reads the file by its path, streaming, with DuckDB's own
+# CSV / Parquet / JSON readers in a private in-memory connection (never the warehouse's).
+PathParser = Callable[[Path, str, ParseContext], Parsed]
 Sniffer = Callable[[bytes, str], bool]
 
 
@@ -94,6 +107,9 @@ class SourceSpec:
     sniff: Sniffer  # (data, name) -> bool, from content (and name only as a tie-break)
     parse: Parser
     table: str  # the staging table its rows go to, e.g. "stg.requests" (declared in sources/contract.py)
+    # set: the file is never read into memory; ``sniff`` sees its first (gunzipped) 64 KiB and
+    # ``parse_path`` reads it by path (``parse`` is then only for callers that hold bytes)
+    parse_path: PathParser | None = None
 
     @property
     def key(self) -> tuple[str, ...] | None:

@@ -1,5 +1,5 @@
 """Catalog files (``catalog/``): models.csv, nodes.csv, deployments.csv, substitutions.csv, budgets.csv,
-endpoints.csv and HF config.json files.
+endpoints.csv, cloud_principals.csv and HF config.json files.
 
 Each CSV is a snapshot: the newest file of a kind is the catalog in force (core takes the rows
 of the highest file_id). Columns are matched by header name; an empty optional field means
@@ -148,6 +148,13 @@ def _budget(row: Row) -> dict:
     }
 
 
+def _principal(row: Row) -> dict:
+    return {"principal": _text(row, "principal", required=True), "team": _text(row, "team", required=True)}
+
+
+parse_cloud_principals = _csv_parser("stg.cloud_principals", "cloud_principals_csv", _principal)
+
+
 _DEPLOYMENT_TYPES = {
     "global": "global", "standard": "global", "": None,
     "data_zone_eu": "data_zone_eu", "datazone_eu": "data_zone_eu", "eu": "data_zone_eu", "data zone eu": "data_zone_eu",
@@ -233,6 +240,8 @@ SPECS = [
     SourceSpec("catalog", "substitutions_csv", _sniff_csv("from_model", "to_model", "thinking_ratio"), parse_substitutions, "stg.substitutions"),
     SourceSpec("catalog", "endpoints_csv", _sniff_csv("provider", "endpoint", "model"), parse_endpoints, "stg.endpoints"),
     SourceSpec("catalog", "budgets_csv", _sniff_csv("team", "monthly_usd"), parse_budgets, "stg.budgets"),
+    SourceSpec("catalog", "cloud_principals_csv", _sniff_csv("principal", "team"), parse_cloud_principals,
+               "stg.cloud_principals"),
     SourceSpec("catalog", "nodes_csv", _sniff_csv("node_id", "gpu_type"), parse_nodes, "stg.nodes"),
     SourceSpec("catalog", "deployments_csv", _sniff_csv("deployment", "gpu_type"), parse_deployments, "stg.deployments"),
     SourceSpec("catalog", "models_csv", _sniff_csv("model"), parse_models, "stg.models"),

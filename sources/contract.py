@@ -794,6 +794,83 @@ FOCUS_COSTS = Table(
     ),
 )
 
+# AWS CUR 2.0, Azure cost details, GCP billing export: the AI lines of a cloud invoice (issue 25)
+CLOUDS = ("aws", "azure", "gcp")
+CHARGE_KINDS = ("usage", "commitment", "credit", "discount", "tax", "refund", "rounding", "fee", "other")
+BUCKETS = ("input", "output", "cache_read", "cache_write", "cache_write_1h", "cache_storage", "provisioned")
+_CLOUD_KEY = (
+    "cloud", "account_id", "usage_start", "usage_end", "charge_type", "pricing_model", "service", "sku", "sku_id",
+    "operation", "region", "resource_id",
+)
+CLOUD_BILL_LINES = Table(
+    "stg.cloud_bill_lines",
+    "AI lines of cloud invoices: AWS Data Exports CUR 2.0 (bills/aws/), Azure Cost Management cost details "
+    "(bills/azure/), GCP Cloud Billing export (bills/gcp/); non-AI lines are counted (ops.ingested_files."
+    "rows_skipped), not kept. grain: one row per invoice line.",
+    (
+        req("cloud", "VARCHAR", "'aws', 'azure' or 'gcp': the export it came from",
+            in_set("cloud", CLOUDS, "a known cloud export")),
+        req("provider", "VARCHAR", "canonical provider (core.provider_key): 'bedrock', 'azure', 'vertex_ai', 'gemini'"),
+        col("billing_period", "DATE", "first day of the billing month (bill_billing_period_start_date, "
+                                      "BillingPeriodStartDate, invoice.month), else the usage month"),
+        col("invoice_id", "VARCHAR", "bill_invoice_id / InvoiceId / invoice.month"),
+        col("account_id", "VARCHAR", "AWS usage account, Azure subscription, GCP project id"),
+        req("usage_start", "TIMESTAMP", "naive UTC", in_time("usage_start")),
+        req("usage_end", "TIMESTAMP", "naive UTC, exclusive (= usage_start + 1 day for Azure's daily Date)"),
+        req("charge_type", "VARCHAR", "as written: line_item_line_item_type, ChargeType, cost_type"),
+        req("charge_kind", "VARCHAR", f"normalised: {', '.join(CHARGE_KINDS)}",
+            in_set("charge_kind", CHARGE_KINDS, "a known charge kind")),
+        col("pricing_model", "VARCHAR", "Azure PricingModel (OnDemand, Reservation, ...); AWS pricing term"),
+        req("service", "VARCHAR", "line_item_product_code, MeterCategory, service.description"),
+        req("sku", "VARCHAR", "line_item_usage_type, MeterName, sku.description: what the rules read"),
+        col("sku_id", "VARCHAR", "GCP sku.id, Azure MeterSubCategory / ProductName, AWS line_item_operation"),
+        col("operation", "VARCHAR", "line_item_operation"),
+        col("region", "VARCHAR", "product_region_code, ResourceLocation, location.region (lower case)"),
+        col("resource_id", "VARCHAR", "line_item_resource_id, ResourceId"),
+        col("principal", "VARCHAR", "line_item_iam_principal (CUR 2.0, when exported)"),
+        col("tags_json", "VARCHAR", "resource_tags / Tags / labels as a JSON object"),
+        col("quantity", "DECIMAL(38,10)", "as billed, in `unit`",
+            between("quantity", 0, None, "a usage amount is not negative", where=(("charge_kind", "==", "usage"),))),
+        col("unit", "VARCHAR", "pricing_unit, UnitOfMeasure, usage.unit, as written"),
+        col("tokens", "DECIMAL(38,0)", "tokens the line bills: quantity x the unit (thousands, 1K, 1M, count); "
+                                       "NULL when the line bills no tokens"),
+        req("cost", "DECIMAL(38,10)", "line_item_unblended_cost, CostInBillingCurrency, cost: in `currency`, gross "
+                                      "of credits and discounts"),
+        req("currency", "VARCHAR", "upper-case ISO 4217"),
+        req("fx_usd_per_unit", "DECIMAL(18,9)", "USD per unit of currency; 1 for USD"),
+        req("cost_usd", "DECIMAL(38,10)", "cost in USD"),
+        col("net_cost_usd", "DECIMAL(38,10)", "line_item_net_unblended_cost (AWS), cost + credits (GCP), in USD"),
+        col("credits_usd", "DECIMAL(38,10)", "GCP: the line's credits (negative), in USD"),
+        col("model", "VARCHAR", "the model family the rule read, as core.cloud_model_key spells it "
+                                "('claude-sonnet-4-6', 'gpt-4o', 'gemini-2.5-pro'); NULL when unattributed"),
+        col("bucket", "VARCHAR", f"token bucket: {', '.join(BUCKETS)}; NULL for credits, tax, unattributed",
+            in_set("bucket", BUCKETS, "a known bucket")),
+        col("tier", "VARCHAR", "standard, batch, priority, flex, provisioned"),
+        col("deployment_type", "VARCHAR", "AWS: in_region, cross_region, cross_region_global; Azure: global, "
+                                          "data_zone, regional; GCP: NULL"),
+        col("long_context", "BOOLEAN", "the SKU is the long-context (>200K) price"),
+        req("rule", "VARCHAR", "the rule that read the line (sources/bills_cloud.py RULES), or 'unattributed'"),
+        col("unattributed_reason", "VARCHAR", "why no rule read an AI line (its money stays in the totals)"),
+        col("team", "VARCHAR", "[cloud] team_tag of the line's tags / labels"),
+        req("key_occurrence", "INTEGER", "1, 2, ... for lines of one file that share the other key columns"),
+    ),
+    key=(*_CLOUD_KEY, "key_occurrence"),
+    day=("usage_start", "usage_end"),
+    rules=(*_fx_rules("currency"),
+           a_at_least_b("usage_end", "usage_start", "a usage period does not end before it starts")),
+)
+
+CLOUD_PRINCIPALS = Table(
+    "stg.cloud_principals",
+    "Catalog snapshot (catalog/cloud_principals.csv): the team of a cloud principal (an AWS IAM role or user "
+    "ARN as line_item_iam_principal writes it), for cloud invoice lines without a [cloud] team_tag. "
+    "grain: one row per principal.",
+    (
+        req("principal", "VARCHAR", "as the invoice writes it, e.g. 'arn:aws:iam::111122223333:role/search-app'"),
+        req("team", "VARCHAR", "team"),
+    ),
+)
+
 METRIC_SAMPLES = Table(
     "stg.metric_samples",
     "Prometheus scrapes from vLLM, SGLang and the NVIDIA DCGM exporter, in long form. "
@@ -826,6 +903,7 @@ METRIC_SAMPLES = Table(
 TABLES: dict[str, Table] = {t.name: t for t in (
     REQUESTS, REPORTED_COSTS, LLM_PRICES, GPU_PRICES, FX_RATES, MODELS, MODEL_CONFIGS, NODES, DEPLOYMENTS,
     SUBSTITUTIONS, BUDGETS, ENDPOINTS, OPENAI_USAGE, OPENAI_COSTS, ANTHROPIC_USAGE, ANTHROPIC_COSTS, FOCUS_COSTS, METRIC_SAMPLES,
+    CLOUD_BILL_LINES, CLOUD_PRINCIPALS,
 )}
 
 

@@ -18,7 +18,7 @@ def all_specs() -> list[SourceSpec]:
     specs: list[SourceSpec] = []
     for module in (fx, prices_llm, requests_batch, requests, catalog):  # batch files before plain JSONL
         specs.extend(module.SPECS)
-    for optional in ("prices_gpu", "bills_openai", "bills_anthropic", "bills_focus", "prometheus",
+    for optional in ("prices_gpu", "bills_openai", "bills_anthropic", "bills_focus", "bills_cloud", "prometheus",
                      "litellm_spendlogs", "otel"):
         try:
             module = __import__(f"sources.{optional}", fromlist=["SPECS"])

@@ -106,6 +106,7 @@ def test_day_sources_come_from_the_declaration():
         "stg.anthropic_usage": ("bucket_start", "bucket_end"),
         "stg.anthropic_costs": ("bucket_start", "bucket_end"),
         "stg.focus_costs": ("charge_period_start", "charge_period_end"),
+        "stg.cloud_bill_lines": ("usage_start", "usage_end"),
     }
 
 

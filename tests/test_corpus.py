@@ -40,6 +40,7 @@ class Out:
     quarantined: int = 0
     # each (line, field, reason substring) must match one quarantine row of the file
     reasons: tuple[tuple[int | None, str | None, str], ...] = ()
+    skipped: int = 0  # a cloud invoice's non-AI lines: counted, not kept (ops.ingested_files.rows_skipped)
 
     @staticmethod
     def unreadable(line: int | None, fld: str | None, reason: str) -> Out:
@@ -443,6 +444,97 @@ CASES += [
         (9, "prompt_tokens", NOT_WHOLE + ": -5")))}, check=_spendlog_buckets),
 ]
 
+# ---- issue 25: cloud invoices (AWS CUR 2.0, Azure cost details, GCP billing export)
+AWS = "bills/aws/"
+AZ = "bills/azure/"
+GCP = "bills/gcp/"
+
+
+def _cloud_negative_usage(con):
+    # the Refund line keeps its negative amount (a refund, not usage)
+    assert q(con, "SELECT charge_kind, quantity, cost_usd FROM stg.cloud_bill_lines ORDER BY line") == [
+        ("usage", Decimal(100), Decimal("0.3")), ("refund", Decimal(-20), Decimal("-0.3"))]
+
+
+def _cloud_overlap(con):
+    # the June 3 output line is kept at 0.15 (the first file), its 0.16 is quarantined; nothing twice
+    assert q(con, "SELECT CAST(usage_start AS DATE), bucket, cost_usd FROM stg.cloud_bill_lines ORDER BY 1, 2") == [
+        (dt.date(2025, 6, 3), "input", Decimal("0.3")), (dt.date(2025, 6, 3), "output", Decimal("0.15")),
+        (dt.date(2025, 6, 4), "input", Decimal("0.15"))]
+
+
+def _cloud_reissued(con):
+    old, new = (f"{AZ}costs/20250601-20250630/{r}/part_0_0001.csv" for r in (
+        "11111111-aaaa-4bbb-8ccc-000000000001", "22222222-aaaa-4bbb-8ccc-000000000002"))
+    ids = dict(q(con, "SELECT file, file_id FROM ops.ingested_files"))
+    assert q(con, "SELECT file, replaced_by_file_id, export_key FROM ops.ingested_files ORDER BY file_id") == [
+        (old, ids[new], f"azure|2025-06|{AZ}costs/20250601-20250630/*/part_0_0001.csv"),
+        (new, None, f"azure|2025-06|{AZ}costs/20250601-20250630/*/part_0_0001.csv")]
+    # the month as the newer export bills it: 0.18 + 0.08 + 0.55; the older run's rows kept in ops, not counted
+    assert q(con, "SELECT count(*), sum(cost_usd) FROM stg.cloud_bill_lines") == [(3, Decimal("0.81"))]
+    assert q(con, "SELECT count(*), sum(cost_usd), min(replaced_by_file_id) FROM ops.replaced_cloud_bill_lines") == [
+        (2, Decimal("0.28"), ids[new])]
+
+
+def _cloud_formats(con):
+    got = {(c, s): (m, b, t, d, lc, tok, team, p) for c, s, m, b, t, d, lc, tok, team, p in q(
+        con, "SELECT cloud, sku, model, bucket, tier, deployment_type, long_context, tokens, team, principal "
+             "FROM stg.cloud_bill_lines")}
+    assert got == {
+        # Parquet, MAP columns
+        ("aws", "USE1-Claude4.5Sonnet-output-tokens-batch"): (
+            "claude-sonnet-4-5", "output", "batch", "in_region", False, 10_000, "research", "arn:aws:iam::111122223333:user/alice"),
+        ("aws", "USE1-MP:USE1_OutputTokenCount-Units"): (
+            "claude-3-5-sonnet", "output", "standard", "in_region", False, 2_000, "research", None),
+        # gzip, BOM, CRLF
+        ("aws", "EUC1-Claude3.7Sonnet-cache-write-input-token-count-1-hour"): (
+            "claude-3-7-sonnet", "cache_write_1h", "standard", "in_region", False, 4_000, None, None),
+        ("aws", "USE1-Claude3.7Sonnet-input-tokens-priority"): (
+            "claude-3-7-sonnet", "input", "priority", "in_region", False, 10_000, None, None),
+        # flattened GCP columns, nested GCP Parquet
+        ("gcp", "Gemini 2.5 Pro Text Input (Long) - Predictions"): (
+            "gemini-2.5-pro", "input", "standard", None, True, 100_000, "search", None),
+        ("gcp", "Gemini 2.5 Pro Text Caching Storage - Predictions"): (
+            "gemini-2.5-pro", "cache_storage", "standard", None, False, None, None, None),
+        ("gcp", "Gemini 2.5 Flash Text Output (Thinking On) - Predictions"): (
+            "gemini-2.5-flash", "output", "standard", None, False, 200_000, "research", None),
+        # Azure MCA (camelCase columns)
+        ("azure", "o4-mini 0416 Outp Dz"): ("o4-mini", "output", "standard", "data_zone", False, 50_000, "research", None),
+    }
+    assert q(con, "SELECT credits_usd, net_cost_usd FROM stg.cloud_bill_lines WHERE credits_usd IS NOT NULL") == [
+        (Decimal("-0.5"), Decimal("0"))]
+
+
+CASES += [
+    Case("catalog_cloud_principals", "catalog", {"catalog/cloud_principals.csv": Out("loaded", 2, 1, 0, 1, (
+        (3, "team", "missing"),))}),
+    Case("bills_cloud_not_a_cost_export", "bills_cloud", {
+        AWS + "exports/not-a-cur.csv": Out.unreadable(None, None, "unknown format"),
+        AZ + "notes.txt": Out.unreadable(None, None, "unknown format")}),
+    Case("bills_cloud_currency_without_fx", "bills_cloud", {
+        AZ + "costs/20250601-20250630/run-a/part_0_0001.csv": Out("loaded", 3, 0, 0, 2, (
+            (2, "BillingCurrency", "currency EUR: no FX rate"), (3, "BillingCurrency", "currency EUR: no FX rate")),
+            skipped=1)}),
+    Case("bills_cloud_negative_usage", "bills_cloud", {
+        AWS + "cur/BILLING_PERIOD=2025-06/cur-00001.csv": Out("loaded", 5, 2, 0, 2, (
+            (3, "line_item_usage_amount", "negative usage amount -20"),
+            (5, "line_item_usage_amount", "not a number: 'abc'")), skipped=1)}, check=_cloud_negative_usage),
+    Case("bills_cloud_overlapping_periods", "bills_cloud", {
+        AWS + "cur/BILLING_PERIOD=2025-06/cur-00001.csv": Out("loaded", 2, 2),
+        AWS + "manual/bedrock-june-3-to-4.csv": Out("loaded", 3, 1, 1, 1, (
+            (3, None, "conflicting_duplicate"),))}, check=_cloud_overlap),
+    Case("bills_cloud_reissued_month", "bills_cloud", {
+        AZ + "costs/20250601-20250630/11111111-aaaa-4bbb-8ccc-000000000001/part_0_0001.csv": Out("loaded", 2, 2),
+        AZ + "costs/20250601-20250630/22222222-aaaa-4bbb-8ccc-000000000002/part_0_0001.csv": Out("loaded", 3, 3)},
+        check=_cloud_reissued),
+    Case("bills_cloud_formats", "bills_cloud", {
+        AWS + "cur2-gzip/data/BILLING_PERIOD=2025-06/cur2-gzip-00001.csv.gz": Out("loaded", 3, 2, skipped=1),
+        AWS + "cur2-parquet/data/BILLING_PERIOD=2025-06/cur2-parquet-00001.snappy.parquet": Out("loaded", 3, 2, skipped=1),
+        AZ + "mca/cost-details_2025-06.csv": Out("loaded", 2, 1, skipped=1),
+        GCP + "flat/billing_2025-06.csv": Out("loaded", 3, 2, skipped=1),
+        GCP + "parquet/gcp_billing_export_v1_2025-06.parquet": Out("loaded", 2, 1, skipped=1)}, check=_cloud_formats),
+]
+
 # Cases that show a gap in code other engineers own: strict xfail, so the fix shows up as XPASS.
 GAPS = [
 ]
@@ -469,14 +561,18 @@ def test_corpus_case(case: Case):
         assert got.status == want.status, (rel, got.message)
         counts = (got.rows_in, got.rows_loaded, got.rows_duplicate, got.rows_quarantined)
         assert counts == (want.rows_in, want.loaded, want.duplicate, want.quarantined), rel
-        assert want.rows_in == want.loaded + want.duplicate + want.quarantined  # nothing lost
+        assert want.rows_in == want.loaded + want.duplicate + want.quarantined + want.skipped  # nothing lost
+        assert got.rows_skipped == want.skipped, rel
         if want.status == "already_ingested":
             continue
         file_id, stored = q(con, "SELECT file_id, (rows_in, rows_loaded, rows_duplicate, rows_quarantined) "
                                  "FROM ops.ingested_files WHERE file = ?", [rel])[0]
         assert tuple(stored.values() if isinstance(stored, dict) else stored) == counts
         table = got.table
-        if table:
+        if table == "stg.cloud_bill_lines":  # a re-issued export moved the rows it replaced to ops
+            assert q(con, "SELECT (SELECT count(*) FROM stg.cloud_bill_lines WHERE file_id = $f) + (SELECT count(*) "
+                          "FROM ops.replaced_cloud_bill_lines WHERE file_id = $f)", {"f": file_id}) == [(want.loaded,)]
+        elif table:
             assert q(con, f"SELECT count(*) FROM {table} WHERE file_id = ?", [file_id]) == [(want.loaded,)]
         quarantine = q(con, "SELECT line, field, reason FROM ops.quarantine WHERE file_id = ?", [file_id])
         assert len(quarantine) == want.quarantined, (rel, quarantine)
@@ -504,7 +600,7 @@ def test_corpus_is_complete():
     assert folders == listed
     assert len(CASES) + len(GAPS) >= 25
     assert {c.family for c in CASES} == {"requests", "prices_llm", "prices_gpu", "catalog", "bills_openai",
-                                         "bills_anthropic", "bills_focus", "prometheus", "otel", "litellm_spendlogs"}
+                                         "bills_anthropic", "bills_focus", "bills_cloud", "prometheus", "otel", "litellm_spendlogs"}
     readme = (CORPUS / "README.md").read_text()
     assert all(f"`{name}`" in readme for name in folders)
 

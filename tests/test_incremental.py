@@ -194,6 +194,8 @@ LLM_PRICE_READERS = {
     "marts.price_basis_mix", "marts.budget_status", "marts.cost_crosscheck",
     # issue 24: provisioned calls with what they would have cost on demand
     "marts.provisioned_usage",
+    # issue 25: the cloud invoice against the calls' cost, by bucket, and its month
+    "marts.invoice_reconciliation", "marts.invoice_mismatch",
 }
 # issue 17, calls before costs: what reads only calls and tokens reads core.calls, not core.call_costs,
 # so a new price sheet leaves it alone

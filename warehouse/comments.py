@@ -55,7 +55,7 @@ _TOKEN_BUCKETS = {
 TABLES: dict[str, str] = {
     # Table comments for tables that have no SQL file (ops tables come from warehouse/migrations,
     # marts not built yet get a contract description until their SQL file exists).
-    "ops.ingested_files": "One row per landed file (by content, sha256): rows_in = rows_loaded + rows_duplicate + rows_quarantined.",
+    "ops.ingested_files": "One row per landed file (by content, sha256): rows_in = rows_loaded + rows_duplicate + rows_quarantined + rows_skipped.",
     "ops.quarantine": "One row per rejected record (or per unreadable file, line NULL), with file, line, field and reason.",
     "ops.runs": "One row per thinktax run (build) that started; published_at is set when it was published.",
     "ops.settings": "The thinktax.toml settings of the run that built this snapshot (one row), as the SQL reads them.",
@@ -778,3 +778,113 @@ COLUMNS["ops.settings"]["capacity_max_queue_seconds"] = _d(
 COLUMNS["marts.self_host_breakeven"]["offer"] = _d(
     "The price sheet offer a sheet-priced deployment took (provider/region/instance_type/pricing, the cheapest on-demand "
     "one of its provider and GPU); NULL where deployments.csv gives the price", LABEL)
+
+# ---- issue 25: cloud invoices (AWS CUR 2.0, Azure cost details, GCP billing export)
+TABLES.update({
+    "ops.replaced_cloud_bill_lines": "Cloud invoice lines that a re-issued export of the same month replaced (moved from "
+                                     "stg.cloud_bill_lines in the newer file's transaction): nothing lost, nothing counted twice.",
+})
+_INVOICE_BUCKET = ("input, output, cache_read, cache_write, cache_write_1h, cache_storage, provisioned; unattributed "
+                   "(an AI line no rule read); credit, discount, tax, refund, rounding, fee, other (the invoice's own lines "
+                   "and GCP credits inside a line)")
+COLUMNS.update({
+    "marts.invoice_reconciliation": {
+        "provider": _d("Canonical provider: 'bedrock', 'azure', 'vertex_ai', 'gemini'", LABEL),
+        "model": _d("Model family (core.cloud_model_key, e.g. 'claude-sonnet-4-5'); NULL for lines that name no model", LABEL),
+        "day": _d("UTC day of the usage", DAY),
+        "bucket": _d(_INVOICE_BUCKET, LABEL),
+        "invoice_lines": _d("Invoice lines in the row (NULL: logs only)", COUNT),
+        "invoice_tokens": _d("Tokens the invoice bills in the bucket (quantity x unit)", TOKENS),
+        "log_tokens": _d("Tokens the logged calls have in the bucket (output includes thinking)", TOKENS),
+        "invoice_usd": _d("What the invoice bills (usage rows gross of credits; credit rows negative)", USD),
+        "logs_usd": _d("What the logged calls cost in the bucket: tokens x the rate each call was priced at", USD),
+        "difference_usd": _d("invoice_usd - logs_usd", USD),
+        "explained_usd": _d("The part of difference_usd that explained_by accounts for", USD),
+        "explained_by": _d("credit, discount, tax, refund, rounding, fee, unattributed, provisioned, cache_storage, "
+                           "missing_calls (token difference x the invoice's unit price), '+ rounding' (under half a cent)", LABEL),
+        "unexplained_usd": _d("difference_usd - explained_usd: a price the sheet does not have (drift, negotiated rate, "
+                              "a tier or region the logs do not report)", USD),
+    },
+    "marts.invoice_mismatch": {
+        "provider": _d("Canonical provider", LABEL),
+        "month": _d("Calendar month of the usage", _MONTHS),
+        "invoice_usage_usd": _d("The month's invoice usage and commitment lines (gross of credits and discounts)", USD),
+        "invoice_net_usd": _d("Everything the month's invoice lines add up to (credits, discounts, tax included)", USD),
+        "logs_usd": _d("What the logged calls of the month cost (marts.invoice_reconciliation)", USD),
+        "difference_usd": _d("Sum of marts.invoice_reconciliation.difference_usd", USD),
+        "explained_usd": _d("Sum of explained_usd", USD),
+        "unexplained_usd": _d("Sum of unexplained_usd: what the invoice_mismatch alert compares with its thresholds", USD),
+        "unexplained_pct": _d("100 x unexplained_usd / invoice_usage_usd", "percent"),
+    },
+    "marts.effective_rates": {
+        "provider": _d("Canonical provider", LABEL),
+        "model": _d("Model family (core.cloud_model_key); NULL for credits / discounts whose SKU names no model", LABEL),
+        "month": _d("Calendar month of the usage", _MONTHS),
+        "list_usd": _d("Usage and commitment lines at the cloud's list price (gross of credits and discounts)", USD),
+        "credits_usd": _d("Credits of the month (AWS Credit lines, GCP credits inside lines; negative)", USD),
+        "discounts_usd": _d("Discounts and refunds (EdpDiscount, PrivateRateDiscount, SavingsPlanNegation, ...; negative)", USD),
+        "net_usd": _d("list_usd + credits_usd + discounts_usd (tax left out)", USD),
+        "effective_discount": _d("1 - net_usd / list_usd", FRACTION),
+        "tokens": _d("Tokens the month's usage lines bill", TOKENS),
+        "net_usd_per_mtok": _d("net_usd per million invoice tokens", "USD per 1M tokens"),
+    },
+    "marts.unattributed_invoice_lines": {
+        "day": _d("UTC day of the usage", DAY),
+        "cloud": _d("'aws', 'azure' or 'gcp'", LABEL),
+        "provider": _d("Canonical provider", LABEL),
+        "service": _d("line_item_product_code, MeterCategory or service.description", LABEL),
+        "sku": _d("line_item_usage_type, MeterName or sku.description: what no rule read", LABEL),
+        "charge_type": _d("As written in the export", LABEL),
+        "quantity": _d("Usage amount as billed", "the line's unit"),
+        "unit": _d("The line's unit as written", LABEL),
+        "amount_usd": _d("The line's cost", USD),
+        "unattributed_reason": _d("Why no rule read the line", LABEL),
+        "file": _d("Landing file of the line", LABEL),
+        "line": _d("Line of the record in its file", COUNT),
+    },
+})
+COLUMNS["ops.ingested_files"]["rows_skipped"] = _d(
+    "Records read and deliberately not kept: the non-AI lines of a cloud invoice (0 for every other format); "
+    "rows_in = rows_loaded + rows_duplicate + rows_quarantined + rows_skipped", COUNT)
+COLUMNS["ops.ingested_files"]["export_key"] = _d(
+    "Cloud invoices: cloud | months billed | path with run ids as '*'; a later file with the same key is a re-issue", LABEL)
+COLUMNS["ops.ingested_files"]["replaced_by_file_id"] = _d(
+    "Cloud invoices: the re-issued export (file_id) that replaced this file's rows; NULL while they are in force", LABEL)
+COLUMNS["ops.ingested_files"]["rows_in"] = _d(
+    "Records read: rows_loaded + rows_duplicate + rows_quarantined + rows_skipped", COUNT)
+COLUMNS["ops.settings"]["cloud_team_tag"] = _d(
+    "[cloud] team_tag: the tag / label of a cloud invoice line that names its team", LABEL)
+
+
+def _replaced_cloud_columns() -> dict[str, str]:
+    from sources import contract  # noqa: PLC0415
+
+    out = {}
+    for c in contract.table("stg.cloud_bill_lines").all_columns:
+        if c.name.endswith("_usd"):
+            unit = USD
+        elif c.name == "tokens":
+            unit = TOKENS
+        elif c.type == "TIMESTAMP":
+            unit = TS
+        elif c.type == "DATE":
+            unit = DAY
+        elif c.type == "BOOLEAN":
+            unit = BOOL
+        elif c.name == "cost":
+            unit = "the line's currency"
+        elif c.name == "quantity":
+            unit = "the line's unit"
+        elif c.name == "fx_usd_per_unit":
+            unit = "USD per unit of currency"
+        elif c.name in ("line", "key_occurrence"):
+            unit = COUNT
+        else:
+            unit = LABEL
+        out[c.name] = _d(c.doc.rstrip("."), unit)
+    out["replaced_by_file_id"] = _d("The re-issued export (ops.ingested_files.file_id) that replaced the line", LABEL)
+    out["replaced_at"] = _d("When it was replaced", TS)
+    return out
+
+
+COLUMNS["ops.replaced_cloud_bill_lines"] = _replaced_cloud_columns()

@@ -14,7 +14,11 @@ For every file under the landing folder (sorted by path):
 4. Rows whose natural key and values match a row already loaded (or an earlier row of the
    same file) are counted as duplicates; same key with other values is quarantined as
    ``conflicting_duplicate``. The rest are inserted.
-5. ``ops.ingested_files`` gets one row with rows_in = loaded + duplicate + quarantined.
+5. ``ops.ingested_files`` gets one row with rows_in = loaded + duplicate + quarantined + skipped
+   (skipped: records a parser reads and deliberately does not keep, the non-AI lines of a cloud
+   invoice; 0 for every other format). A cloud invoice is read by path, streaming, never whole
+   (``SourceSpec.parse_path``); a re-issued export of a month (same ``export_key``) moves the
+   rows of the file it replaces to ``ops.replaced_cloud_bill_lines`` in the same transaction.
 
 Each file is one transaction: a run killed mid-file leaves no half-registered file. The
 pipeline's ingest, into a build file that is thrown away unless the whole run succeeds, commits
@@ -39,6 +43,7 @@ import logging
 import os
 import zlib
 from collections.abc import Callable, Collection, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +84,7 @@ class FileResult:
     rows_duplicate: int = 0
     rows_quarantined: int = 0
     message: str | None = None
+    rows_skipped: int = 0  # records read and deliberately not kept (a cloud invoice's non-AI lines)
 
 
 @dataclass
@@ -130,6 +136,20 @@ def _decode(data: bytes, rel: str) -> bytes:
         line = data[: exc.start].count(b"\n") + 1
         raise SourceFormatError(f"not UTF-8 (byte 0x{data[exc.start]:02x})", line=line) from None
     return data
+
+
+def _head(path: Path, n: int = 1 << 16) -> bytes:
+    """The first ``n`` bytes of a file, gunzipped if it is gzip (for sniffing a file read by path)."""
+    with path.open("rb") as fh:
+        magic = fh.read(2)
+    try:
+        if path.name.endswith(".gz") or magic == b"\x1f\x8b":
+            with gzip.open(path, "rb") as gz:
+                return gz.read(n)
+        with path.open("rb") as fh:
+            return fh.read(n)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise SourceFormatError(f"corrupt gzip: {exc}") from None
 
 
 def _detect(specs: list[SourceSpec], data: bytes, rel: str) -> SourceSpec:
@@ -226,7 +246,8 @@ class Ingestor:
         self.now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
         self._specs = specs  # None: every parser, imported when the first new file needs one
         self.ctx = ParseContext(ingested_at=self.now, fx_usd_per_unit=self._fx_rates(),
-                                otel_team_attribute=self._setting("otel_team_attribute", "service.namespace"))
+                                otel_team_attribute=self._setting("otel_team_attribute", "service.namespace"),
+                                cloud_team_tag=self._setting("cloud_team_tag", "team"))
         self._columns: dict[str, list[tuple[str, bool]]] = {}
         self._seen: set[tuple[str, int, int]] | None = None  # (file, bytes, mtime_ns) ingested before
         self._queue: list[Path] = []  # the files after the one being ingested (ingest())
@@ -375,6 +396,10 @@ class Ingestor:
         before = path.stat()
         if self._unchanged(rel, before):
             return FileResult(rel, "already_ingested")
+        folder = folder_of(rel, folders)
+        path_specs = [s for s in self.specs if s.folder == folder and s.parse_path is not None] if folder else []
+        if path_specs:
+            return self._ingest_by_path(path, rel, folder, path_specs, before)
         raw = path.read_bytes()
         sha = hashlib.sha256(raw).hexdigest()
         # The mtime is recorded only if the file did not change while it was read (same size and
@@ -405,6 +430,56 @@ class Ingestor:
             log.warning("%s: %s", rel, exc)
             return self._record_unreadable(rel, sha, folder, len(raw), mtime_ns, exc)
         return self._load(rel, sha, folder, len(raw), mtime_ns, spec, parsed)
+
+    def _ingest_by_path(self, path: Path, rel: str, folder: str, specs: list[SourceSpec],
+                        before: os.stat_result) -> FileResult:
+        """A folder whose parsers read by path (cloud invoices, millions of lines): the file is hashed
+        in 1 MiB chunks, sniffed on its first 64 KiB (gunzipped), and parsed by path; it is never
+        held in memory whole. Same bookkeeping as any other file."""
+        # The hash runs in a thread while DuckDB reads the file (hashlib and DuckDB both release the
+        # GIL): on a 1 GB CUR the sha256 alone is seconds. A file whose content was ingested before
+        # under another name is parsed for nothing, then recorded as already ingested.
+        def hash_file() -> tuple[str, int]:
+            digest, n = hashlib.sha256(), 0
+            with path.open("rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    digest.update(chunk)
+                    n += len(chunk)
+            return digest.hexdigest(), n
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            hashing = pool.submit(hash_file)
+            try:
+                head = _head(path)
+                spec = _detect(specs, head, rel)
+                assert spec.parse_path is not None
+                parsed: Parsed | SourceFormatError = spec.parse_path(path, rel, self.ctx)
+            except SourceFormatError as exc:
+                parsed = exc
+            sha, nbytes = hashing.result()
+        after = path.stat()
+        stable = before.st_size == after.st_size == nbytes and before.st_mtime_ns == after.st_mtime_ns
+        mtime_ns = before.st_mtime_ns if stable else None
+        if self._known(sha):
+            return FileResult(rel, "already_ingested")
+        if isinstance(parsed, SourceFormatError):
+            log.warning("%s: %s", rel, parsed)
+            return self._record_unreadable(rel, sha, folder, nbytes, mtime_ns, parsed)
+        return self._load(rel, sha, folder, nbytes, mtime_ns, spec, parsed)
+
+    def _replace_reissued(self, table: str, export_key: str, file_id: int) -> None:
+        """A re-issued export for a month (same ``export_key`` as files loaded before): the older
+        files' rows move to ops.replaced_cloud_bill_lines, their ops.ingested_files row names the
+        file that replaced them. Inside the new file's transaction: both happen or neither."""
+        older = [r[0] for r in self.con.execute(
+            "SELECT file_id FROM ops.ingested_files WHERE export_key = ? AND target_table = ? "
+            "AND status = 'loaded' AND replaced_by_file_id IS NULL", [export_key, table]).fetchall()]
+        for old in older:
+            self.con.execute(f"INSERT INTO ops.replaced_cloud_bill_lines SELECT *, ?, ? FROM {table} WHERE file_id = ?",
+                             [file_id, self.now, old])
+            self.con.execute(f"DELETE FROM {table} WHERE file_id = ?", [old])
+            self.con.execute("UPDATE ops.ingested_files SET replaced_by_file_id = ? WHERE file_id = ?", [file_id, old])
+            log.info("file %d replaces file %d (re-issued export %s)", file_id, old, export_key)
 
     def _parse(self, spec: SourceSpec, data: bytes, rel: str, sha: str, folders: Collection[str]) -> Parsed:
         """``spec.parse(data, rel, ctx)``. For a format with a batch parser (sources/requests_many.py),
@@ -504,6 +579,8 @@ class Ingestor:
         self._begin()
         try:
             file_id = self._next_file_id()
+            if parsed.meta.get("export_key"):
+                self._replace_reissued(table, parsed.meta["export_key"], file_id)
             con.register("_incoming_arrow", incoming)
             con.register("_rejects_arrow", rejects)
             select_cols = ", ".join(
@@ -558,7 +635,8 @@ class Ingestor:
         self._committed(sha, file_id, rel, mtime_ns, table)
         for w in parsed.meta.get("warnings", []):
             log.warning("%s: %s", rel, w)
-        return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined)
+        return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined,
+                          rows_skipped=parsed.skipped)
 
     def _prepare(self, spec: SourceSpec, items: list[tuple[str, str, Parsed | Exception]]) -> None:
         """Check and de-duplicate the rows of a batch of parsed files (rel, sha256, result) at once,
@@ -705,9 +783,10 @@ class Ingestor:
         that breaks it fails the load, naming the file) and write its ops.ingested_files row;
         returns rows_in."""
         rows_in = parsed.rows_in
-        if loaded + dup + quarantined != rows_in:
+        if loaded + dup + quarantined + parsed.skipped != rows_in:
             raise RuntimeError(
                 f"{rel}: accounting broken: rows_in {rows_in} != loaded {loaded} + duplicate {dup} + quarantined {quarantined}"
+                f" + skipped {parsed.skipped}"
             )
         self.con.execute(
             f"INSERT INTO ops.ingested_files ({_FILE_COLUMNS}) "
@@ -715,6 +794,9 @@ class Ingestor:
             [file_id, rel, sha, folder, parsed.format, table, rows_in, loaded, dup, quarantined,
              parsed.meta.get("effective_from"), nbytes, self.now, mtime_ns],
         )
+        if parsed.skipped or parsed.meta.get("export_key"):
+            self.con.execute("UPDATE ops.ingested_files SET rows_skipped = ?, export_key = ? WHERE file_id = ?",
+                             [parsed.skipped, parsed.meta.get("export_key"), file_id])
         return rows_in
 
     def _load_side(self, table: str, rows: pa.Table, file_id: int) -> None:

@@ -8,16 +8,38 @@
 -- difference_usd = billed_usd - computed_usd (a missing side counts as 0), on the rounded figures;
 -- difference_pct = 100 x difference_usd / billed_usd (percent, DOUBLE), NULL when billed is 0 or NULL.
 -- Providers are matched in lower case.
+-- Cloud invoices (issue 25): the usage and commitment lines of core.cloud_bill_lines (Bedrock in
+-- AWS CUR 2.0, Azure OpenAI / Foundry, Vertex AI / Gemini API), gross of credits and discounts as
+-- for the other providers, are billed_usd of the providers 'bedrock', 'azure', 'vertex_ai',
+-- 'gemini'; for these providers the model on both sides is the family key core.cloud_model_key
+-- (core.model_key without the Bedrock profile, vendor and version: 'claude-sonnet-4-5'), as the
+-- invoice names no version. Lines no rule read are model NULL. marts.invoice_reconciliation goes
+-- down to the token bucket and says what explains a difference.
 -- @kind: incremental_by_day
--- @grain: one row per day x provider x model (UTC day; model = core.model_key on both sides).
-WITH billed AS (
-    SELECT day, lower(provider) AS provider, core.model_key(model) AS model, sum(billed_usd) AS billed_usd
+-- @grain: one row per day x provider x model (UTC day; model = core.model_key on both sides,
+--   core.cloud_model_key for the cloud providers).
+WITH cloud_providers AS (
+    SELECT DISTINCT provider FROM core.cloud_bill_lines
+),
+billed_lines AS (
+    SELECT day, lower(provider) AS provider, core.model_key(model) AS model, billed_usd
     FROM core.billed_costs
     WHERE is_counted AND core.in_build_days(day)
+    UNION ALL
+    SELECT day, provider, model, amount_usd AS billed_usd
+    FROM core.cloud_bill_lines
+    WHERE charge_kind IN ('usage', 'commitment') AND NOT is_line_credit AND core.in_build_days(day)
+),
+billed AS (
+    SELECT day, provider, model, sum(billed_usd) AS billed_usd
+    FROM billed_lines
     GROUP BY ALL
 ),
 computed AS (
-    SELECT day, lower(provider) AS provider, core.model_key(model) AS model, sum(cost_usd) AS computed_usd
+    SELECT day, lower(provider) AS provider,
+           CASE WHEN lower(provider) IN (SELECT provider FROM cloud_providers) THEN core.cloud_model_key(model)
+                ELSE core.model_key(model) END AS model,
+           sum(cost_usd) AS computed_usd
     FROM core.call_costs
     WHERE serving = 'api' AND core.in_build_days(day)
     GROUP BY ALL

@@ -1,0 +1,46 @@
+-- The AI lines of cloud invoices (issue 25): AWS CUR 2.0 Bedrock lines, Azure OpenAI / Foundry
+-- meters, Vertex AI / Gemini API SKUs (stg.cloud_bill_lines, read by sources/bills_cloud.py), with
+-- the UTC day they bill (usage_start's date; a line covering several days is billed on its first
+-- day) and the bucket the reconciliation groups them in:
+-- * usage and commitment lines (charge_kind 'usage' / 'commitment') that a rule read: their token
+--   bucket (input, output, cache_read, cache_write, cache_write_1h, cache_storage, provisioned);
+-- * usage lines no rule read: 'unattributed' (model NULL; unattributed_reason says why);
+-- * credits, discounts, tax, refunds, rounding, fees: the charge kind ('credit', 'discount', ...),
+--   with the model the SKU names when it names one;
+-- * GCP credits carried inside a usage line (credits_usd) appear as their own 'credit' row
+--   (is_line_credit), so that the usage row stays gross of them as on the other invoices.
+-- model is the family key (core.cloud_model_key, as the rules spell it: 'claude-sonnet-4-5').
+-- team: the line's [cloud] team_tag tag / label, else the team catalog/cloud_principals.csv (the
+-- newest file) gives its principal (line_item_iam_principal), else NULL.
+-- @kind: full
+-- @grain: one row per invoice line (file_id x line), plus one per GCP line with credits
+WITH principals AS (
+    SELECT principal, team
+    FROM stg.cloud_principals
+    WHERE file_id = (SELECT max(file_id) FROM stg.cloud_principals)
+    QUALIFY row_number() OVER (PARTITION BY principal ORDER BY line DESC) = 1
+),
+lines AS (
+    SELECT l.* REPLACE (coalesce(l.team, p.team) AS team)
+    FROM stg.cloud_bill_lines l
+    LEFT JOIN principals p ON p.principal = l.principal
+),
+shaped AS (
+    SELECT file_id, line, false AS is_line_credit, cloud, provider, CAST(usage_start AS DATE) AS day,
+           billing_period, invoice_id, account_id, usage_start, usage_end, charge_type, charge_kind,
+           service, sku, region, resource_id, principal, team, model, tier, deployment_type, long_context,
+           rule, unattributed_reason, unit, quantity, tokens, cost_usd AS amount_usd, net_cost_usd,
+           CASE WHEN charge_kind IN ('usage', 'commitment') THEN coalesce(bucket, 'unattributed')
+                ELSE charge_kind END AS bucket
+    FROM lines
+    UNION ALL
+    SELECT file_id, line, true, cloud, provider, CAST(usage_start AS DATE), billing_period, invoice_id, account_id,
+           usage_start, usage_end, 'credits', 'credit', service, sku, region, resource_id, principal, team, model,
+           tier, deployment_type, long_context, rule, unattributed_reason, NULL, NULL, NULL, credits_usd, NULL, 'credit'
+    FROM lines
+    WHERE credits_usd IS NOT NULL AND credits_usd <> 0
+),
+final AS (
+    SELECT * FROM shaped
+)
+SELECT * FROM final

@@ -1,0 +1,33 @@
+-- What the cloud invoice really charges per model and month (issue 25 item 3): the usage and
+-- commitment lines at the cloud's list price (list_usd: line_item_unblended_cost,
+-- CostInBillingCurrency, cost: gross of credits and discounts), then what is left after the
+-- invoice's credits (AWS Credit lines, GCP credits inside a line: promotions, free trial,
+-- committed-use discounts), discounts (EdpDiscount, PrivateRateDiscount, BundledDiscount,
+-- SavingsPlanNegation, ...) and refunds of the same provider, model and month (net_usd; tax is
+-- not a price and is left out). effective_discount = 1 - net_usd / list_usd (0.10 = 10 % below
+-- list). Lines of credits or discounts whose SKU names no model are in the model NULL row.
+-- net_usd_per_mtok: net_usd over the month's invoice tokens (USD per 1M tokens; NULL without
+-- tokens), the rate a forecast at the invoice's price would use.
+-- @kind: full
+-- @grain: one row per provider x model x month (first day of the UTC month of the usage)
+WITH lines AS (
+    SELECT provider, model, CAST(date_trunc('month', day) AS DATE) AS month, charge_kind, amount_usd, tokens
+    FROM core.cloud_bill_lines
+),
+final AS (
+    SELECT provider, model, month,
+           core.usd6(coalesce(sum(amount_usd) FILTER (WHERE charge_kind IN ('usage', 'commitment')), 0)) AS list_usd,
+           core.usd6(coalesce(sum(amount_usd) FILTER (WHERE charge_kind = 'credit'), 0)) AS credits_usd,
+           core.usd6(coalesce(sum(amount_usd) FILTER (WHERE charge_kind IN ('discount', 'refund')), 0)) AS discounts_usd,
+           core.usd6(coalesce(sum(amount_usd) FILTER (WHERE charge_kind IN ('usage', 'commitment', 'credit', 'discount',
+                                                                             'refund')), 0)) AS net_usd,
+           sum(tokens) FILTER (WHERE charge_kind = 'usage') AS tokens
+    FROM lines
+    GROUP BY ALL
+)
+SELECT provider, model, month, list_usd, credits_usd, discounts_usd, net_usd,
+       CASE WHEN list_usd <> 0 THEN 1 - CAST(net_usd AS DOUBLE) / CAST(list_usd AS DOUBLE) END AS effective_discount,
+       tokens,
+       CASE WHEN tokens > 0 THEN CAST(net_usd * 1000000 / tokens AS DECIMAL(18,6)) END AS net_usd_per_mtok,
+       (SELECT build_id FROM ops.settings) AS build_id
+FROM final
