@@ -72,7 +72,9 @@ QUARANTINE_DDL = ("file_id INT, file STRING, line BIGINT, field STRING, reason S
                   "quarantined_at TIMESTAMP_NTZ")
 FILES_DDL = ("file_id INT, file STRING, sha256 STRING, folder STRING, format STRING, target_table STRING, "
              "status STRING, rows_in BIGINT, rows_loaded BIGINT, rows_duplicate BIGINT, rows_quarantined BIGINT, "
-             "effective_from DATE, bytes BIGINT, ingested_at TIMESTAMP_NTZ, file_mtime_ns BIGINT")
+             "effective_from DATE, bytes BIGINT, ingested_at TIMESTAMP_NTZ, file_mtime_ns BIGINT, "
+             # migration 160 (cloud invoices, which this ingest refuses): nothing skipped, no export key
+             "rows_skipped BIGINT, export_key STRING, replaced_by_file_id INT")
 RECORDS_DDL = ("file_order INT, rel STRING, sha STRING, nbytes BIGINT, mtime_ns BIGINT, kind STRING, "
                "tbl STRING, seq INT, ipc BINARY, info STRING")
 CHUNK_BYTES = 8 << 20  # an IPC payload holds at most about this many bytes of rows
@@ -498,7 +500,7 @@ class SparkIngest:
             if f["status"] == "unreadable":
                 log.warning("%s: %s", f["rel"], f["message"])
                 rows.append((f["file_id"], f["rel"], f["sha"], f["folder"] or "", None, None, "unreadable", 1, 0, 0, 1,
-                             None, f["nbytes"], now, f["mtime_ns"]))
+                             None, f["nbytes"], now, f["mtime_ns"], 0, None, None))
                 out.append(FileResult(f["rel"], "unreadable", rows_in=1, rows_quarantined=1, message=f["message"]))
                 continue
             loaded, dup, quarantined = c["new"], c["duplicate"] + f["duplicates"], c["q"]
@@ -509,7 +511,7 @@ class SparkIngest:
                 log.warning("%s: %s", f["rel"], w)
             eff = dt.date.fromisoformat(f["effective_from"]) if f["effective_from"] else None
             rows.append((f["file_id"], f["rel"], f["sha"], f["folder"], f["format"], f["table"], "loaded", f["rows_in"],
-                         loaded, dup, quarantined, eff, f["nbytes"], now, f["mtime_ns"]))
+                         loaded, dup, quarantined, eff, f["nbytes"], now, f["mtime_ns"], 0, None, None))
             out.append(FileResult(f["rel"], "loaded", f["format"], f["table"], f["rows_in"], loaded, dup, quarantined))
         self.seconds[f"classify_{name}"] = time.perf_counter() - t
         t = time.perf_counter()
