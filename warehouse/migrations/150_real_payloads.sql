@@ -55,7 +55,7 @@ CREATE OR REPLACE MACRO core.bedrock_base_model(m) AS
 
 -- A Bedrock model name without profile prefix and vendor: 'us.anthropic.claude-sonnet-4-5-20250929-v1:0'
 -- -> 'claude-sonnet-4-5-20250929-v1:0' (the name OpenLLMetry's Bedrock spans report).
--- (No macro calls another: the Spark renderer inlines one level.)
+-- (The Spark renderer inlines macros called inside a macro too: warehouse/spark/render.py.)
 CREATE OR REPLACE MACRO core.bedrock_model_name(m) AS
     regexp_replace(m, '^((us|eu|apac|jp|au|global|us-gov|ca|sa|me|mx)[.])?'
                       || '(anthropic|amazon|meta|mistral|cohere|ai21|deepseek|openai|qwen|writer|twelvelabs|stability|luma|moonshot|minimax|google|nvidia)[.]', '');

@@ -90,9 +90,12 @@ def macros() -> dict[str, tuple[tuple[str, ...], object]]:
     return out
 
 
-def _inline_macros(tree, path: str):  # noqa: ANN001, ANN202
+def _inline_macros(tree, path: str, depth: int = 0):  # noqa: ANN001, ANN202
+    """Every core.<macro>(...) replaced by its body, macros called inside a macro's body too."""
     from sqlglot import exp  # noqa: PLC0415
 
+    if depth > 16:
+        raise RenderError(f"{path}: core.* macros nest more than 16 deep (a macro that calls itself?)")
     defs = macros()
 
     def repl(node):  # noqa: ANN001, ANN202
@@ -102,7 +105,7 @@ def _inline_macros(tree, path: str):  # noqa: ANN001, ANN202
             if name not in defs:
                 raise RenderError(f"{path}: core.{name}(...) is not a macro defined in warehouse/migrations")
             params, body = defs[name]
-            args = [_inline_macros(a, path) for a in node.expression.expressions]
+            args = [_inline_macros(a, path, depth) for a in node.expression.expressions]
             if len(args) != len(params):
                 raise RenderError(f"{path}: core.{name} takes {len(params)} arguments, {len(args)} given")
             by_name = dict(zip(params, args, strict=True))
@@ -112,7 +115,8 @@ def _inline_macros(tree, path: str):  # noqa: ANN001, ANN202
                     return exp.Paren(this=by_name[n.name.lower()].copy())
                 return n
 
-            return exp.Paren(this=body.copy().transform(sub))
+            # the body may call other macros (core.cloud_model_key calls core.model_key): inline those too
+            return _inline_macros(exp.Paren(this=body.copy().transform(sub)), path, depth + 1)
         return node
 
     return tree.transform(repl)
