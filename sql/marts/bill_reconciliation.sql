@@ -35,13 +35,19 @@ billed AS (
     FROM billed_lines
     GROUP BY ALL
 ),
+computed_calls AS (
+    -- a join, not an IN (subquery) inside the grouped expression: Spark cannot group by a subquery
+    SELECT c.day, lower(c.provider) AS provider,
+           CASE WHEN p.provider IS NOT NULL THEN core.cloud_model_key(c.model)
+                ELSE core.model_key(c.model) END AS model,
+           c.cost_usd
+    FROM core.call_costs c
+    LEFT JOIN cloud_providers p ON p.provider = lower(c.provider)
+    WHERE c.serving = 'api' AND core.in_build_days(c.day)
+),
 computed AS (
-    SELECT day, lower(provider) AS provider,
-           CASE WHEN lower(provider) IN (SELECT provider FROM cloud_providers) THEN core.cloud_model_key(model)
-                ELSE core.model_key(model) END AS model,
-           sum(cost_usd) AS computed_usd
-    FROM core.call_costs
-    WHERE serving = 'api' AND core.in_build_days(day)
+    SELECT day, provider, model, sum(cost_usd) AS computed_usd
+    FROM computed_calls
     GROUP BY ALL
 ),
 joined AS (

@@ -37,17 +37,26 @@ cloud_calls AS (
     WHERE serving = 'api' AND provider IN (SELECT DISTINCT provider FROM core.cloud_bill_lines)
 ),
 call_buckets AS (
-    SELECT day, provider, model, b.bucket, b.tokens, b.usd
-    FROM cloud_calls,
-         LATERAL (VALUES
-             ('input', uncached_input_tokens, core.usd_for_tokens(uncached_input_tokens, ri)),
-             ('cache_read', cached_input_tokens, core.usd_for_tokens(cached_input_tokens, rc)),
-             ('cache_write', cw5, core.usd_for_tokens(cw5, rw)),
-             ('cache_write_1h', cw1h, core.usd_for_tokens(cw1h, rw1)),
-             ('output', output_tokens + thinking_tokens,
-              core.usd_for_tokens(output_tokens, ro) + core.usd_for_tokens(thinking_tokens, rr))
-         ) b(bucket, tokens, usd)
-    WHERE billing IS DISTINCT FROM 'provisioned' AND b.tokens > 0
+    -- one row per call x bucket: a constant bucket list crossed with the calls (Spark has no
+    -- LATERAL VALUES over the outer row)
+    SELECT day, provider, model, bucket, tokens, usd
+    FROM (
+        SELECT c.day, c.provider, c.model, b.bucket, c.billing,
+               CASE b.bucket WHEN 'input' THEN c.uncached_input_tokens
+                             WHEN 'cache_read' THEN c.cached_input_tokens
+                             WHEN 'cache_write' THEN c.cw5
+                             WHEN 'cache_write_1h' THEN c.cw1h
+                             ELSE c.output_tokens + c.thinking_tokens END AS tokens,
+               CASE b.bucket WHEN 'input' THEN core.usd_for_tokens(c.uncached_input_tokens, c.ri)
+                             WHEN 'cache_read' THEN core.usd_for_tokens(c.cached_input_tokens, c.rc)
+                             WHEN 'cache_write' THEN core.usd_for_tokens(c.cw5, c.rw)
+                             WHEN 'cache_write_1h' THEN core.usd_for_tokens(c.cw1h, c.rw1)
+                             ELSE core.usd_for_tokens(c.output_tokens, c.ro) + core.usd_for_tokens(c.thinking_tokens, c.rr)
+               END AS usd
+        FROM cloud_calls c
+        CROSS JOIN (SELECT unnest(['input', 'cache_read', 'cache_write', 'cache_write_1h', 'output']) AS bucket) b
+    ) x
+    WHERE billing IS DISTINCT FROM 'provisioned' AND tokens > 0
 ),
 logs AS (
     SELECT day, provider, model, bucket, sum(tokens) AS log_tokens, sum(coalesce(usd, 0)) AS logs_usd
