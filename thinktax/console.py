@@ -96,11 +96,13 @@ def run_with_progress(landing: Path, warehouse: Path, config: str | None, *, qui
         if not quiet:
             err.print(f"[green]pipeline finished in {secs:.1f} s[/green] (Dagster run {outcome.run_id})")
         return outcome
-    err.print(f"[red]thinktax run failed[/red] (Dagster run {outcome.run_id}); the published warehouse {warehouse} was left as it was.")
+    err.print(f"[red]thinktax run failed[/red] (Dagster run {outcome.run_id}): nothing was published; "
+              f"the published warehouse {warehouse} was left as it was.", soft_wrap=True)  # one line: greppable
     for chk in outcome.failed_checks:
-        err.print(f"[red]blocking check failed: {chk['check']}[/red] — {chk.get('offending_rows')} offending row(s); sample: {chk.get('sample')}")
+        err.print(f"[red]blocking check failed: {chk['check']}[/red] — {chk.get('offending_rows')} offending row(s); "
+                  f"sample: {chk.get('sample')}", soft_wrap=True)
     if outcome.error and not outcome.failed_checks:
-        err.print(outcome.error)
+        err.print(outcome.error, soft_wrap=True, markup=False)
     return outcome
 
 
