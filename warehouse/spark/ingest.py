@@ -59,7 +59,9 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 
+import duckdb
 import pyarrow as pa
 
 from sources import contract
@@ -68,13 +70,29 @@ from warehouse.ingest import REJECTS_SCHEMA, FileResult, IngestSummary, _decode,
 
 log = logging.getLogger("thinktax.spark.ingest")
 
-QUARANTINE_DDL = ("file_id INT, file STRING, line BIGINT, field STRING, reason STRING, raw STRING, "
-                  "quarantined_at TIMESTAMP_NTZ")
-FILES_DDL = ("file_id INT, file STRING, sha256 STRING, folder STRING, format STRING, target_table STRING, "
-             "status STRING, rows_in BIGINT, rows_loaded BIGINT, rows_duplicate BIGINT, rows_quarantined BIGINT, "
-             "effective_from DATE, bytes BIGINT, ingested_at TIMESTAMP_NTZ, file_mtime_ns BIGINT, "
-             # migration 160 (cloud invoices, which this ingest refuses): nothing skipped, no export key
-             "rows_skipped BIGINT, export_key STRING, replaced_by_file_id INT")
+
+
+@cache
+def ops_ddl(table: str) -> str:
+    """The Spark column list of an ops table (``ops.ingested_files``, ``ops.quarantine``), read from
+    the DuckDB migrations (applied to an in-memory database): one DDL for both engines, so a column a
+    migration adds reaches Spark's ops tables with no second list to keep in step."""
+    from warehouse.db import migrate  # noqa: PLC0415
+
+    schema, name = table.split(".")
+    con = duckdb.connect()
+    try:
+        migrate(con)
+        cols = con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position", [schema, name]).fetchall()
+    finally:
+        con.close()
+    if not cols:
+        raise KeyError(f"{table}: no such table in warehouse/migrations")
+    return ", ".join(f"{c} {spark_type(t)}" for c, t in cols)
+
+
 RECORDS_DDL = ("file_order INT, rel STRING, sha STRING, nbytes BIGINT, mtime_ns BIGINT, kind STRING, "
                "tbl STRING, seq INT, ipc BINARY, info STRING")
 CHUNK_BYTES = 8 << 20  # an IPC payload holds at most about this many bytes of rows
@@ -295,7 +313,7 @@ class SparkIngest:
         for db in ("stg", "ops"):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
         wanted = {name: table_ddl(name) for name in contract.TABLES}
-        wanted |= {"ops.ingested_files": FILES_DDL, "ops.quarantine": QUARANTINE_DDL}
+        wanted |= {"ops.ingested_files": ops_ddl("ops.ingested_files"), "ops.quarantine": ops_ddl("ops.quarantine")}
         for name, ddl in wanted.items():
             if spark.catalog.tableExists(name):
                 kind = spark.catalog.getTable(name).tableType.upper()
@@ -463,7 +481,7 @@ class SparkIngest:
         # quarantine: unreadable files and the parsers' rejects
         quarantine = [spark.createDataFrame(
             [(f["file_id"], f["rel"], f["line"], f["field"], f"unreadable file: {f['message']}", None, now)
-             for f in files_in if f["status"] == "unreadable"], QUARANTINE_DDL)]
+             for f in files_in if f["status"] == "unreadable"], ops_ddl("ops.quarantine"))]
         rejects = records.where("kind = 'rejects'").select("file_order", "ipc").mapInArrow(
             decode_rows(REJECTS_SCHEMA.append(pa.field("_order", pa.int32()))),
             "line BIGINT, field STRING, reason STRING, raw STRING, _order INT")
@@ -537,10 +555,10 @@ class SparkIngest:
                 F.broadcast(fmap.withColumnRenamed("file_order", "_order")), "_order")
             self._append(keep.select(*[f"`{c}`" for c in contract.table(side).column_names]), side,
                          f"{scratch}/new/{side}")
-        q_cols = [c.split()[0] for c in QUARANTINE_DDL.split(", ")]
+        q_cols = [c.split()[0] for c in ops_ddl("ops.quarantine").split(", ")]
         spark.read.parquet(q_path).select(*q_cols).write.insertInto("ops.quarantine")
         self.written.setdefault("ops.quarantine", []).append((q_path, None, q_cols))
-        self._append(spark.createDataFrame(rows, FILES_DDL), "ops.ingested_files", f"{scratch}/new/ops.ingested_files")
+        self._append(spark.createDataFrame(rows, ops_ddl("ops.ingested_files")), "ops.ingested_files", f"{scratch}/new/ops.ingested_files")
         for table in ("ops.quarantine", "ops.ingested_files", *classified, *sides):
             spark.catalog.refreshTable(table)
         self.seconds[f"append_{name}"] = time.perf_counter() - t
