@@ -729,7 +729,7 @@ COLUMNS.update({
         "planned_replicas": _d("max(replicas_needed, peak_deployments_needed): what the break-even pays for", COUNT),
         "planned_gpus": _d("planned_replicas x GPUs of one deployment", COUNT),
         "sizing_basis": _d("'queueing' when the replay needs more replicas than the peak, else 'peak_concurrency'; "
-                           "'peak_concurrency (no replay)' where the build holds no per-call core.calls (a Spark run)", LABEL),
+                           "'peak_concurrency (no replay)' where the build holds no per-call core.calls", LABEL),
         "fits": _d("True when at least one p95 call fits the deployment", BOOL),
     },
     "marts.peak_concurrency": {

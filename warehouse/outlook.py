@@ -419,8 +419,9 @@ def capacity_plan_rows(con, pair_list, profiles, build_id) -> tuple[list[dict[st
     _, peak = peak_capacity_rows(con, pair_list, profiles, build_id)
     end = con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
     target = _setting_float(con, "capacity_max_queue_seconds", DEFAULT_MAX_QUEUE_SECONDS)
-    # a Spark run's DuckDB build holds no per-call core.calls (warehouse/spark/economics.py): no replay
-    # there, the plan is the peak sizing and says so (sizing_basis 'peak_concurrency (no replay)')
+    # a build without core.calls has no replay: the plan is the peak sizing and says so (sizing_basis
+    # 'peak_concurrency (no replay)'); a Spark run brings the replay window of core.calls over
+    # (warehouse/spark/economics.py), so its plan equals DuckDB's
     replayable = _has(con, "core.calls")
     hours = busiest_hours(con, end) if end is not None and replayable else {}
     newest: dict[str, dt.date] = {}

@@ -9,6 +9,9 @@ rewritten for Spark. After Spark has built the SQL models and passed the checks:
    replacing what that build held; the per-call ``core.call_costs`` is brought over as the five
    columns the economics and the alert read (model, day, serving, cost_usd, thinking_tokens) and is
    dropped again before publish, as are the other per-call core tables, which live only in Spark;
+   ``core.calls`` comes over likewise, its replay window only (the 30 days ending the last day with
+   calls; model, day, request_id, ts, latency_ms, thinking and output tokens), for
+   ``marts.capacity_plan``'s queue replay, and is dropped before publish too;
 2. the same builders as on DuckDB (``pipelines.defs.economics_assets.ECONOMICS``) run there, then
    the alert (``services.alert.evaluate``) exactly as on a DuckDB run;
 3. ``to_spark``: the economics marts are written back as Parquet tables in Spark's ``marts``
@@ -35,6 +38,9 @@ CORE_SMALL = ("core.call_profiles", "core.dim_models", "core.dim_deployments", "
               "core.llm_price_versions")
 # what the economics (warehouse/economics.py, warehouse/outlook.py) and the alert read of core.call_costs
 CALL_COSTS_COLUMNS = ("model", "day", "serving", "cost_usd", "thinking_tokens")
+# what marts.capacity_plan's queue replay reads of core.calls (warehouse/outlook.py busiest_hours):
+# the calls of the replay window only (PEAK_WINDOW_DAYS days ending the last day with calls)
+CALLS_REPLAY_COLUMNS = ("model", "day", "request_id", "ts", "latency_ms", "thinking_tokens", "output_tokens")
 
 
 def _duck_kind(con, table: str) -> str | None:  # noqa: ANN001
@@ -60,6 +66,7 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
     marts = [m.table for m in models if m.schema == "marts"]
     wanted: list[tuple[str, tuple[str, ...] | None]] = [(t, None) for t in (*CORE_SMALL, *marts)]
     wanted.append(("core.call_costs", CALL_COSTS_COLUMNS))
+    wanted.append(("core.calls", CALLS_REPLAY_COLUMNS))
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder, exist_ok=True)
     # the build file is a copy of the last published one: no core table of an earlier run may stay
@@ -69,6 +76,8 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
     out = []
     for table, cols in wanted:
         df = spark.table(target.table(table))
+        if table == "core.calls":  # the replay window only: at most PEAK_WINDOW_DAYS days of calls
+            df = _replay_window(spark, df)
         if cols:
             df = df.select(*cols)
         else:  # the model's column order (Spark puts partition keys last)
@@ -85,6 +94,20 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
         out.append(table)
     shutil.rmtree(folder, ignore_errors=True)
     return out
+
+
+def _replay_window(spark, df):  # noqa: ANN001, ANN202
+    """core.calls of the PEAK_WINDOW_DAYS days ending its last day (the window busiest_hours reads)."""
+    from pyspark.sql import functions as F  # noqa: PLC0415
+
+    from warehouse.outlook import PEAK_WINDOW_DAYS  # noqa: PLC0415
+
+    last = df.agg(F.max("day")).collect()[0][0]
+    if last is None:
+        return df.limit(0)
+    import datetime as dt  # noqa: PLC0415
+
+    return df.where(F.col("day").between(F.lit(last - dt.timedelta(days=PEAK_WINDOW_DAYS - 1)), F.lit(last)))
 
 
 def build_economics(con, models: Sequence, log_line: Callable[[str], None] = log.info) -> dict[str, int]:  # noqa: ANN001
@@ -131,6 +154,7 @@ def drop_per_call(con) -> None:  # noqa: ANN001
     from warehouse import incremental  # noqa: PLC0415
 
     _duck_drop(con, "core.call_costs")
+    _duck_drop(con, "core.calls")  # the replay window of marts.capacity_plan, as core.call_costs
     for m in load_models():
         if m.view and all(_duck_kind(con, d) for d in m.deps):
             _duck_drop(con, m.table)
