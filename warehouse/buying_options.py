@@ -199,7 +199,7 @@ def buying_options_rows(con: duckdb.DuckDBPyConnection, skipped: list[str]) -> l
             "self_hosted_usd_per_month": None if sh is None else quantize_usd(sh),
             "self_host_deployment": s["deployment"] if s else None, "self_host_deployments_needed": needed,
             "self_host_capacity_calls_per_month": int(capacity) if capacity is not None else None,
-            "cheapest": _cheapest({"on_demand": od_pm if w else None, "provisioned": prov, "self_hosted": sh}),
+            "cheapest": _cheapest({"on_demand": od_pm, "provisioned": prov, "self_hosted": sh}),
             "forecast_month": g[0] if g else None, "forecast_growth": float(g[1]) if g else None,
             "calls_per_month_forecast": None if calls_fc is None else float(calls_fc),
             "tokens_per_month_forecast": float(tokens_pm * g[1]) if g else None,
