@@ -113,9 +113,9 @@ def _cheapest(options: dict[str, Decimal | None]) -> str | None:
 
 def buying_options_rows(con: duckdb.DuckDBPyConnection, skipped: list[str]) -> list[dict[str, Any]]:
     hours, window_days, build_id = con.execute(
-        "SELECT hours_per_month, alert_window_days, build_id FROM ops.settings").fetchone()
+        "SELECT hours_per_month, alert_window_days, build_id FROM ops.settings").fetchall()[0]
     hours = Decimal(str(hours))
-    last_day: dt.date | None = con.execute("SELECT max(day) FROM core.call_costs WHERE serving = 'api'").fetchone()[0]
+    last_day: dt.date | None = con.execute("SELECT max(day) FROM core.call_costs WHERE serving = 'api'").fetchall()[0][0]
     if last_day is None:
         skipped.append("buying_options: no API calls")
         return []

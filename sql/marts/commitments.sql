@@ -1,5 +1,5 @@
--- Provisioned throughput, what is paid for it and how much of it the calls used (issue 25 item 5),
--- per provider x model x month (first day of the UTC month) x source:
+-- Provisioned throughput (issue 25 item 5): what is paid for it per provider x model x month, and
+-- how much of it the provisioned calls used. Month = the first day of the UTC month. Sources:
 -- * source 'invoice': the provisioned lines of the cloud invoices (core.cloud_bill_lines, bucket
 --   'provisioned': Bedrock '...-ProvisionedThroughput-<model>-ModelUnits', Azure PTU meters,
 --   Vertex AI '... Provisioned Throughput'; charge_kind usage or commitment, gross of credits):
