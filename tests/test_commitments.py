@@ -235,3 +235,20 @@ def test_buying_options_is_a_python_mart_after_its_inputs():
     assert {"marts.commitments", "marts.self_host_breakeven", "marts.spend_forecast"} <= mart.deps
     assert order.index("marts.buying_options") > max(order.index("marts.self_host_breakeven"),
                                                       order.index("marts.spend_forecast"))
+
+
+def test_buying_options_needs_only_the_call_columns_a_spark_run_brings_over(wh):
+    """On a Spark run the DuckDB build holds core.call_costs as CALL_COSTS_COLUMNS only
+    (warehouse/spark/economics.py): the mart built from those columns is the same."""
+    from warehouse.spark.economics import CALL_COSTS_COLUMNS  # noqa: PLC0415
+
+    before = wh.execute("SELECT * EXCLUDE (build_id) FROM marts.buying_options ORDER BY ALL").fetchall()
+    wh.execute("CREATE TABLE main.full_call_costs AS SELECT * FROM core.call_costs")
+    try:
+        wh.execute(f"CREATE OR REPLACE TABLE core.call_costs AS SELECT {', '.join(CALL_COSTS_COLUMNS)} FROM main.full_call_costs")
+        build_buying_options(wh)
+        assert wh.execute("SELECT * EXCLUDE (build_id) FROM marts.buying_options ORDER BY ALL").fetchall() == before
+    finally:
+        wh.execute("CREATE OR REPLACE TABLE core.call_costs AS SELECT * FROM main.full_call_costs")
+        wh.execute("DROP TABLE main.full_call_costs")
+        build_buying_options(wh)
