@@ -217,6 +217,8 @@ def _commitment(row: Row) -> dict:
     if price is not None and price <= 0:
         raise FieldError("usd_per_unit_hour", f"not positive: {row.get('usd_per_unit_hour')}")
     months = int_field(row, "commit_months", minimum=0)
+    if months is not None and months > 120:
+        raise FieldError("commit_months", f"a term of 0 to 120 months: {months}")
     start = _timestamp(row, "start", required=True)
     end = _timestamp(row, "end", required=False)
     if end is None:

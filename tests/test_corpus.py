@@ -520,9 +520,10 @@ def _cloud_formats(con):
 CASES += [
     Case("catalog_cloud_principals", "catalog", {"catalog/cloud_principals.csv": Out("loaded", 2, 1, 0, 1, (
         (3, "team", "missing"),))}),
-    Case("catalog_commitments_bad_rows", "catalog", {"catalog/commitments.csv": Out("loaded", 7, 2, 0, 5, (
+    Case("catalog_commitments_bad_rows", "catalog", {"catalog/commitments.csv": Out("loaded", 8, 2, 0, 6, (
         (4, "units", "not positive: 0"), (5, "usd_per_unit_hour", "not positive: -3"),
-        (6, "end", "not after start"), (7, "end", "no commit_months"), (8, "provider", "missing")))},
+        (6, "end", "not after start"), (7, "end", "no commit_months"), (8, "provider", "missing"),
+        (9, "commit_months", "0 to 120 months")))},
          check=_commitments),
     Case("bills_cloud_not_a_cost_export", "bills_cloud", {
         AWS + "exports/not-a-cur.csv": Out.unreadable(None, None, "unknown format"),
