@@ -39,14 +39,16 @@ tests/test_cloud_bills.py): Bedrock `USE1-ProvisionedThroughput-Claude4.5Sonnet-
 `Provisioned Managed Global` 24 x `1 Hour` $48.00 (no model) -> 48 x 730 / 24 = $1,460.00; Vertex
 `Gemini 2.5 Pro Provisioned Throughput` 24 hours $120.00 -> $3,650.00. Provisioned calls added: an
 Azure PTU deployment (endpoints.csv) of gpt-4o, 100,000 prompt + 10,000 completion tokens at 2.5 / 10
-per Mtok = 0.25 + 0.10 = $0.35 on demand -> the Azure PTU row (model NULL) used $0.35, utilisation
-0.35 / 48 = 0.00729167; a Vertex provisioned call of 1,000,000 prompt, 100,000 candidates, 300,000
+per Mtok = 0.25 + 0.10 = $0.35 on demand; with a reserved-PTU purchase line of $500.00 on 06-01 (another
+export: a fee, counted as billed) the Azure PTU row (model NULL) pays 48 + 500 = $548.00, usd_per_month
+1,460 + 500 = $1,960.00, used $0.35, utilisation 0.35 / 548 = 0.000639; a Vertex provisioned call of 1,000,000 prompt, 100,000 candidates, 300,000
 thoughts at 1.25 / 10 = 1.25 + 4.00 = $5.25 -> utilisation 5.25 / 120 = 0.04375; all Vertex calls
 that day at on-demand rates: g1 5.025 + 5.25 = $10.275.
 """
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 from decimal import Decimal as D
@@ -55,7 +57,7 @@ import duckdb
 import pytest
 
 from tests.conftest import build_warehouse, real_sheet_landing, write_files
-from tests.test_cloud_bills import landing_with
+from tests.test_cloud_bills import FIXTURES, landing_with
 from warehouse.buying_options import build_buying_options
 from warehouse.economics import build_self_host_breakeven
 from warehouse.outlook import build_spend_forecast
@@ -207,6 +209,18 @@ def invoiced(tmp_path_factory) -> duckdb.DuckDBPyConnection:
     (landing / "catalog" / "endpoints.csv").write_text(
         "provider,endpoint,model,sheet_provider,deployment_type,region,billing\n"
         "azure,ptu-gpt4o,gpt-4o-2024-11-20,,global,eastus2,provisioned\n")
+    # a reserved-PTU purchase (ChargeType Purchase, PricingModel Reservation) in another export of June
+    src = next((FIXTURES / "azure").rglob("*.csv")).read_text().splitlines()
+    head, ptu = src[0].split(","), next(csv.reader([next(r for r in src if "Provisioned Managed" in r)]))
+    row = dict(zip(head, ptu, strict=True)) | {"Date": "06/01/2026", "ChargeType": "Purchase", "PricingModel": "Reservation",
+                                               "Quantity": "1", "UnitOfMeasure": "1/Month", "CostInBillingCurrency": "500.00",
+                                               "EffectivePrice": "500.00", "UnitPrice": "500.00"}
+    out = landing / "bills" / "azure" / "monthly" / "thinktax-purchases" / "20260601-20260630" / "part_0_0001.csv"
+    out.parent.mkdir(parents=True)
+    with out.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(head)
+        w.writerow([row[h] for h in head])
     con, summary = build_warehouse(landing, root / "w.duckdb")
     assert summary.total("rows_quarantined") == 0
     yield con
@@ -219,9 +233,12 @@ def test_invoice_commitments_with_what_the_provisioned_calls_used(invoiced):
         "utilisation, model_on_demand_usd, invoice_lines FROM marts.commitments").fetchall()}
     june = dt.date(2026, 6, 1)
     assert got["bedrock", "claude-sonnet-4-5"][:8] == [june, "invoice", D("2"), D("24"), D("79.20"), D("2409.00"), D("0"), 0.0]
-    az = got["azure", None]  # a PTU meter names no model: it carries the provider's provisioned calls
-    assert az[:7] == [june, "invoice", D("24"), D("24"), D("48.00"), D("1460.00"), D("0.35")]
-    assert az[7] == pytest.approx(0.35 / 48)
+    # a PTU meter names no model: it carries the provider's provisioned calls. The hourly line's day
+    # at its rate for a month, 48 x 730 / 24 = 1,460.00, plus the reservation purchase as billed, 500.00:
+    # 1,960.00; paid 48 + 500 = 548.00; the purchase's '1/Month' is no hour unit: unit_hours 24
+    az = got["azure", None]
+    assert az[:7] == [june, "invoice", D("24"), D("24"), D("548.00"), D("1960.00"), D("0.35")]
+    assert az[7] == pytest.approx(0.35 / 548)
     v = got["vertex_ai", "gemini-2.5-pro"]
     assert v[:7] == [june, "invoice", D("24"), D("24"), D("120.00"), D("3650.00"), D("5.25")]
     assert v[7] == pytest.approx(5.25 / 120) and v[8] == D("10.275") and v[9] == 1

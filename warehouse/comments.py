@@ -905,14 +905,16 @@ COLUMNS["marts.commitments"] = {
     "units": _d("Model units / PTUs of the offer (NULL for invoice rows)", "units"),
     "usd_per_unit_hour": _d("The offer's price per unit per hour (NULL for invoice rows)", "USD per unit-hour"),
     "commit_months": _d("The offer's term (0 or NULL: hourly, no term)", "months"),
-    "hours_billed": _d("Offer: the hours of the month within [start, end); invoice: 24 x the days with a provisioned line",
+    "hours_billed": _d("Offer: the hours of the month within [start, end); invoice: 24 x the days with an hourly "
+                       "(usage) provisioned line",
                        "hours"),
     "unit_hours": _d("Offer: units x hours_billed; invoice: the lines' quantity where the unit is hours (NULL otherwise)",
                      "unit-hours"),
     "paid_usd": _d("What the month costs: the invoice lines' amount (gross of credits), or units x usd_per_unit_hour x "
                    "hours_billed", USD),
     "usd_per_month": _d("The commitment over a whole month of hours_per_month hours: units x usd_per_unit_hour x "
-                        "hours_per_month (offer), paid_usd x hours_per_month / hours_billed (invoice)", _PER_MONTH),
+                        "hours_per_month (offer); invoice: the hourly lines' paid x hours_per_month / hours_billed "
+                        "plus purchase and fee lines as billed", _PER_MONTH),
     "used_on_demand_usd": _d("What the month's provisioned calls of the provider and model (marts.provisioned_usage) "
                              "would have cost on demand; model NULL: the provider's provisioned calls of models "
                              "without a commitment row of their own", USD),

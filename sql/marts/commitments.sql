@@ -5,13 +5,15 @@
 --   Vertex AI '... Provisioned Throughput'; charge_kind usage or commitment, gross of credits):
 --   paid_usd = their amount; unit_hours = their quantity where the unit is hours ('ModelUnit-Hrs',
 --   '1 Hour', 'hour'; a unit such as '10 Hours' multiplies), else NULL; hours_billed = 24 x the
---   days with a line. An Azure PTU meter names no model: those rows are model NULL.
+--   days with an hourly (usage) line. An Azure PTU meter names no model: those rows are model NULL.
 -- * source 'catalog_offer': each row of catalog/commitments.csv (the newest file), priced
 --   units x usd_per_unit_hour x the hours of the month within [start, end) (hours_billed, to the
 --   micro-hour); unit_hours = units x hours_billed.
 -- usd_per_month: the commitment's cost for a whole month of hours_per_month hours (ops.settings):
--- units x usd_per_unit_hour x hours_per_month for an offer; paid_usd x hours_per_month /
--- hours_billed for an invoice month (the month's daily rate, extended to the whole month).
+-- units x usd_per_unit_hour x hours_per_month for an offer; for an invoice month the hourly (usage)
+-- lines' paid x hours_per_month / hours_billed (their daily rate extended to the whole month) plus
+-- the purchase and fee lines (charge_kind 'commitment': Azure Purchase, AWS RIFee) as billed (an
+-- upfront purchase is not spread over its term).
 -- used_on_demand_usd: what the provisioned calls of the month (marts.provisioned_usage: billing =
 -- 'provisioned') would have cost on demand, same provider and model family (core.cloud_model_key);
 -- a commitment with model NULL takes the provider's provisioned calls of the month whose model
@@ -25,6 +27,7 @@
 --   invoice lines that name no model (Azure PTU)
 WITH invoice_lines AS (
     SELECT provider, model, CAST(date_trunc('month', day) AS DATE) AS month, day, amount_usd,
+           charge_kind = 'commitment' AS is_fee,
            CASE WHEN regexp_matches(lower(coalesce(unit, '')), 'hrs?|hours?')
                 THEN quantity * coalesce(CAST(nullif(regexp_extract(unit, '^ *([0-9]+) ', 1), '') AS DECIMAL(18,0)), 1)
            END AS unit_hours
@@ -36,7 +39,9 @@ invoice AS (
            CAST(NULL AS DECIMAL(18,6)) AS units, CAST(NULL AS DECIMAL(18,6)) AS usd_per_unit_hour,
            CAST(NULL AS INTEGER) AS commit_months,
            sum(amount_usd) AS paid_usd, sum(unit_hours) AS unit_hours,
-           CAST(24 * count(DISTINCT day) AS DECIMAL(18,6)) AS hours_billed, count(*) AS lines
+           sum(CASE WHEN is_fee THEN amount_usd END) AS fee_usd,
+           CAST(24 * count(DISTINCT CASE WHEN NOT is_fee THEN day END) AS DECIMAL(18,6)) AS hours_billed,
+           count(*) AS lines
     FROM invoice_lines
     GROUP BY ALL
 ),
@@ -65,11 +70,11 @@ offer AS (
 ),
 commitments AS (
     SELECT provider, model, month, source, units, usd_per_unit_hour, commit_months, paid_usd, unit_hours,
-           hours_billed, lines
+           hours_billed, lines, fee_usd
     FROM invoice
     UNION ALL
     SELECT provider, model, month, source, units, usd_per_unit_hour, commit_months,
-           units * usd_per_unit_hour * hours, units * hours, hours, CAST(NULL AS BIGINT)
+           units * usd_per_unit_hour * hours, units * hours, hours, CAST(NULL AS BIGINT), CAST(NULL AS DECIMAL(38,10))
     FROM offer
 ),
 calls AS (
@@ -113,7 +118,9 @@ final AS (
            CAST(c.unit_hours AS DECIMAL(18,6)) AS unit_hours,
            core.usd6(c.paid_usd) AS paid_usd,
            core.usd6(CASE WHEN c.source = 'catalog_offer' THEN c.units * c.usd_per_unit_hour * h.hours_per_month
-                          WHEN c.hours_billed > 0 THEN c.paid_usd * h.hours_per_month / c.hours_billed END) AS usd_per_month,
+                          ELSE coalesce(CASE WHEN c.hours_billed > 0
+                                             THEN (c.paid_usd - coalesce(c.fee_usd, 0)) * h.hours_per_month / c.hours_billed END, 0)
+                               + coalesce(c.fee_usd, 0) END) AS usd_per_month,
            core.usd6(coalesce(u.used_on_demand_usd, x.used_on_demand_usd, 0)) AS used_on_demand_usd,
            CASE WHEN c.paid_usd <> 0
                 THEN CAST(coalesce(u.used_on_demand_usd, x.used_on_demand_usd, 0) AS DOUBLE) / CAST(c.paid_usd AS DOUBLE)
