@@ -592,6 +592,33 @@ def _outlook(con) -> str:
                    for r in rows], {3, 4})
 
 
+def _buying(con) -> str:
+    """Each API model's three monthly costs and the cheapest (marts.buying_options)."""
+    if not _exists(con, "marts.buying_options"):
+        return '<p class="note">marts.buying_options is not in this warehouse yet.</p>'
+    rows = _rows(con, "SELECT * FROM marts.buying_options ORDER BY on_demand_usd_per_month DESC, provider, model")
+    if not rows:
+        return '<p class="note">No API calls in the window.</p>'
+
+    def opt(x) -> str:
+        return "—" if x is None else usd(x)
+
+    def vol(x) -> str:
+        return "—" if x is None else count(x)
+
+    return _table(["provider", "model", "calls / month", "on demand / month", "provisioned / month", "self-hosted / month",
+                   "cheapest", "on demand at forecast", "provisioned pays from (calls / month)",
+                   "self-hosting pays from (calls / month)"],
+                  [[r["provider"], r["model"], vol(round(r["calls_per_month"])), opt(r["on_demand_usd_per_month"]),
+                    opt(r["provisioned_usd_per_month"])
+                    + ("" if r["provisioned_source"] is None else f" ({r['provisioned_source'].replace('_', ' ')})"),
+                    opt(r["self_hosted_usd_per_month"])
+                    + ("" if r["self_host_deployment"] is None else f" ({r['self_host_deployment']})"),
+                    (r["cheapest"] or "—").replace("_", " "), opt(r["on_demand_usd_per_month_forecast"]),
+                    vol(r["provisioned_crossover_calls_per_month"]), vol(r["self_host_crossover_calls_per_month"])]
+                   for r in rows], {2, 3, 4, 5, 7, 8, 9})
+
+
 def burndown_chart(team: str, month: dt.date, points: list[tuple[dt.date, float]], r: dict) -> str:
     """One team's month: cumulative spend per day (solid), the projection at the burn rate to month end
     (dashed, with its 95 % band at the end), the budget (red) and the soft limit (orange)."""
@@ -720,6 +747,11 @@ def build_html(con: duckdb.DuckDBPyConnection) -> str:
         ("Break-even outlook per model and substitution", "The month forecast API spend first reaches what self-hosting the "
          "peak load would cost (marts.breakeven_outlook): expected, earliest (upper 95 % bound) and latest (lower 95 % bound).",
          _outlook(con)),
+        ("Buying options", "Each API model's calls of the last [alert] window_days scaled to a month, bought three ways "
+         "(marts.buying_options): on demand (per token, at the price sheet), provisioned throughput (the fixed monthly "
+         "cost of a commitment: catalog/commitments.csv or the invoice, marts.commitments) and self-hosted (the cheapest "
+         "deployment that fits, marts.self_host_breakeven); the cheapest, and the monthly volume from which each fixed "
+         "option costs less than on demand (docs/economics.md, three ways to buy).", _buying(con)),
         ("Capacity plan for bursty reasoning load", "The busiest observed hours replayed through each deployment's KV "
          "slots (marts.capacity_plan): the fewest replicas that keep the p95 (and p99) queueing delay under "
          "[capacity] max_queue_seconds, next to the peak-concurrency sizing; the break-even pays for the larger.",

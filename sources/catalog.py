@@ -1,5 +1,5 @@
 """Catalog files (``catalog/``): models.csv, nodes.csv, deployments.csv, substitutions.csv, budgets.csv,
-endpoints.csv, cloud_principals.csv and HF config.json files.
+endpoints.csv, cloud_principals.csv, commitments.csv and HF config.json files.
 
 Each CSV is a snapshot: the newest file of a kind is the catalog in force (core takes the rows
 of the highest file_id). Columns are matched by header name; an empty optional field means
@@ -196,12 +196,53 @@ def _endpoint(row: Row) -> dict:
     }
 
 
+def _add_months(ts: dt.datetime, months: int) -> dt.datetime:
+    """``ts`` + ``months`` calendar months (the day clamped to the month's last day)."""
+    y, m = divmod(ts.month - 1 + months, 12)
+    year, month = ts.year + y, m + 1
+    last = (dt.date(year + (month == 12), month % 12 + 1, 1) - dt.timedelta(days=1)).day
+    return ts.replace(year=year, month=month, day=min(ts.day, last))
+
+
+def _commitment(row: Row) -> dict:
+    """catalog/commitments.csv: ``provider,model,units,usd_per_unit_hour,commit_months,start,end[,note]``.
+    units and usd_per_unit_hour must be positive; ``end`` (exclusive) must be after ``start``; an empty
+    ``end`` is ``start`` + ``commit_months`` months (a row with neither has no end: rejected). The
+    provider is kept as written (lower case); marts.commitments normalises it (core.provider_key)."""
+    provider = (_text(row, "provider", required=True) or "").strip().lower()
+    units = decimal_field(row, "units", required=True, minimum=None)
+    if units is not None and units <= 0:
+        raise FieldError("units", f"not positive: {row.get('units')}")
+    price = decimal_field(row, "usd_per_unit_hour", required=True, minimum=None)
+    if price is not None and price <= 0:
+        raise FieldError("usd_per_unit_hour", f"not positive: {row.get('usd_per_unit_hour')}")
+    months = int_field(row, "commit_months", minimum=0)
+    if months is not None and months > 120:
+        raise FieldError("commit_months", f"a term of 0 to 120 months: {months}")
+    start = _timestamp(row, "start", required=True)
+    end = _timestamp(row, "end", required=False)
+    if end is None:
+        if not months:
+            raise FieldError("end", "missing, and no commit_months to end the term")
+        end = _add_months(start, months)
+    if end <= start:
+        raise FieldError("end", f"not after start: {row.get('end')} <= {row.get('start')}")
+    return {
+        "provider": provider, "model": _text(row, "model", required=True), "units": units,
+        "usd_per_unit_hour": price, "commit_months": months, "commit_start": start, "commit_end": end,
+        "note": _text(row, "note"),
+    }
+
+
 parse_models = _csv_parser("stg.models", "models_csv", _model)
 parse_nodes = _csv_parser("stg.nodes", "nodes_csv", _node)
 parse_deployments = _csv_parser("stg.deployments", "deployments_csv", _deployment)
 parse_substitutions = _csv_parser("stg.substitutions", "substitutions_csv", _substitution)
 parse_budgets = _csv_parser("stg.budgets", "budgets_csv", _budget, defaults=("soft_pct",))  # soft_pct: 80
 parse_endpoints = _csv_parser("stg.endpoints", "endpoints_csv", _endpoint, defaults=("billing",))  # billing: on_demand
+# the CSV's start / end columns are commit_start / commit_end (end may be empty: start + commit_months)
+parse_commitments = _csv_parser("stg.commitments", "commitments_csv", _commitment,
+                                defaults=("commit_start", "commit_end"))
 
 
 def parse_config(data: bytes, name: str, ctx: ParseContext) -> Parsed:
@@ -239,6 +280,8 @@ def _sniff_config(data: bytes, name: str) -> bool:
 SPECS = [
     SourceSpec("catalog", "substitutions_csv", _sniff_csv("from_model", "to_model", "thinking_ratio"), parse_substitutions, "stg.substitutions"),
     SourceSpec("catalog", "endpoints_csv", _sniff_csv("provider", "endpoint", "model"), parse_endpoints, "stg.endpoints"),
+    SourceSpec("catalog", "commitments_csv", _sniff_csv("provider", "model", "units", "usd_per_unit_hour"),
+               parse_commitments, "stg.commitments"),
     SourceSpec("catalog", "budgets_csv", _sniff_csv("team", "monthly_usd"), parse_budgets, "stg.budgets"),
     SourceSpec("catalog", "cloud_principals_csv", _sniff_csv("principal", "team"), parse_cloud_principals,
                "stg.cloud_principals"),

@@ -871,6 +871,29 @@ CLOUD_PRINCIPALS = Table(
     ),
 )
 
+COMMITMENTS = Table(
+    "stg.commitments",
+    "Catalog snapshot (catalog/commitments.csv): provisioned-throughput offers (Bedrock Provisioned Throughput "
+    "model units, Azure PTU, Vertex AI provisioned throughput) priced per unit-hour, bought or not yet bought. "
+    "grain: one row per offer (file line).",
+    (
+        req("provider", "VARCHAR", "the provider as written, lower case (normalised by core.provider_key in "
+            "marts.commitments: aws.bedrock -> bedrock, azure_openai -> azure, vertex -> vertex_ai)"),
+        req("model", "VARCHAR", "the model the units serve, as the price sheet or the invoice names it "
+            "(marts.commitments keys it by core.cloud_model_key: 'claude-sonnet-4-5')"),
+        req("units", "DECIMAL(18,6)", "model units / PTUs committed (> 0)",
+            between("units", 0, None, "units are positive", strict_min=True)),
+        req("usd_per_unit_hour", "DECIMAL(18,6)", "USD per unit per hour (> 0)",
+            between("usd_per_unit_hour", 0, None, "a price per unit-hour is positive", strict_min=True)),
+        col("commit_months", "INTEGER", "the term in months (0 or empty: hourly, no term)",
+            between("commit_months", 0, 120, "a term of 0 to 120 months")),
+        req("commit_start", "TIMESTAMP", "CSV column `start`: naive UTC, inclusive (a bare date: 00:00 UTC)"),
+        req("commit_end", "TIMESTAMP", "CSV column `end`: naive UTC, exclusive; empty: start + commit_months months"),
+        col("note", "VARCHAR", "free text"),
+    ),
+    rules=(a_at_least_b("commit_end", "commit_start", "a commitment ends after it starts", strict=True),),
+)
+
 METRIC_SAMPLES = Table(
     "stg.metric_samples",
     "Prometheus scrapes from vLLM, SGLang and the NVIDIA DCGM exporter, in long form. "
@@ -903,7 +926,7 @@ METRIC_SAMPLES = Table(
 TABLES: dict[str, Table] = {t.name: t for t in (
     REQUESTS, REPORTED_COSTS, LLM_PRICES, GPU_PRICES, FX_RATES, MODELS, MODEL_CONFIGS, NODES, DEPLOYMENTS,
     SUBSTITUTIONS, BUDGETS, ENDPOINTS, OPENAI_USAGE, OPENAI_COSTS, ANTHROPIC_USAGE, ANTHROPIC_COSTS, FOCUS_COSTS, METRIC_SAMPLES,
-    CLOUD_BILL_LINES, CLOUD_PRINCIPALS,
+    CLOUD_BILL_LINES, CLOUD_PRINCIPALS, COMMITMENTS,
 )}
 
 

@@ -110,6 +110,18 @@ def _cloud_usage_shapes(con):
     ]
 
 
+def _commitments(con):
+    # the provider as written (lower case); marts.commitments normalises it with core.provider_key;
+    # an empty end is start + commit_months months
+    assert q(con, "SELECT provider, model, units, usd_per_unit_hour, commit_months, commit_start, commit_end, "
+                  "core.provider_key(provider) FROM stg.commitments ORDER BY line") == [
+        ("aws.bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0", Decimal("1"), Decimal("39.6"), 1,
+         dt.datetime(2026, 7, 1), dt.datetime(2026, 8, 1), "bedrock"),
+        ("azure_openai", "gpt-4o", Decimal("50"), Decimal("1"), 0, dt.datetime(2026, 7, 1), dt.datetime(2026, 8, 1),
+         "azure"),
+    ]
+
+
 def _endpoints(con):
     assert q(con, "SELECT provider, endpoint, model, sheet_provider, deployment_type, region, billing "
                   "FROM stg.endpoints ORDER BY line") == [
@@ -508,6 +520,11 @@ def _cloud_formats(con):
 CASES += [
     Case("catalog_cloud_principals", "catalog", {"catalog/cloud_principals.csv": Out("loaded", 2, 1, 0, 1, (
         (3, "team", "missing"),))}),
+    Case("catalog_commitments_bad_rows", "catalog", {"catalog/commitments.csv": Out("loaded", 8, 2, 0, 6, (
+        (4, "units", "not positive: 0"), (5, "usd_per_unit_hour", "not positive: -3"),
+        (6, "end", "not after start"), (7, "end", "no commit_months"), (8, "provider", "missing"),
+        (9, "commit_months", "0 to 120 months")))},
+         check=_commitments),
     Case("bills_cloud_not_a_cost_export", "bills_cloud", {
         AWS + "exports/not-a-cur.csv": Out.unreadable(None, None, "unknown format"),
         AZ + "notes.txt": Out.unreadable(None, None, "unknown format")}),

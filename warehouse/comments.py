@@ -888,3 +888,82 @@ def _replaced_cloud_columns() -> dict[str, str]:
 
 
 COLUMNS["ops.replaced_cloud_bill_lines"] = _replaced_cloud_columns()
+
+
+# Provisioned throughput as a third way to buy (issue 25 item 5)
+TABLES["marts.buying_options"] = (
+    "Each API model's three ways to buy side by side: on demand, provisioned throughput (marts.commitments) and "
+    "self-hosted (marts.self_host_breakeven), monthly at the observed and the forecast volume, the cheapest, and the "
+    "volumes at which the fixed options overtake on demand. grain: provider x model.")
+_PER_MONTH = "USD per month"
+COLUMNS["marts.commitments"] = {
+    "provider": _d("Provider (canonical, core.provider_key: bedrock, azure, vertex_ai, ...)", LABEL),
+    "model": _d("Model family (core.cloud_model_key: 'claude-sonnet-4-5'); NULL for an invoice line that names no "
+                "model (Azure PTU)", LABEL),
+    "month": _d("Calendar month (UTC)", _MONTHS),
+    "source": _d("'invoice' (provisioned lines of the cloud invoices) or 'catalog_offer' (catalog/commitments.csv)", LABEL),
+    "units": _d("Model units / PTUs of the offer (NULL for invoice rows)", "units"),
+    "usd_per_unit_hour": _d("The offer's price per unit per hour (NULL for invoice rows)", "USD per unit-hour"),
+    "commit_months": _d("The offer's term (0 or NULL: hourly, no term)", "months"),
+    "hours_billed": _d("Offer: the hours of the month within [start, end); invoice: 24 x the days with an hourly "
+                       "(usage) provisioned line",
+                       "hours"),
+    "unit_hours": _d("Offer: units x hours_billed; invoice: the lines' quantity where the unit is hours (NULL otherwise)",
+                     "unit-hours"),
+    "paid_usd": _d("What the month costs: the invoice lines' amount (gross of credits), or units x usd_per_unit_hour x "
+                   "hours_billed", USD),
+    "usd_per_month": _d("The commitment over a whole month of hours_per_month hours: units x usd_per_unit_hour x "
+                        "hours_per_month (offer); invoice: the hourly lines' paid x hours_per_month / hours_billed "
+                        "plus purchase and fee lines as billed", _PER_MONTH),
+    "used_on_demand_usd": _d("What the month's provisioned calls of the provider and model (marts.provisioned_usage) "
+                             "would have cost on demand; model NULL: the provider's provisioned calls of models "
+                             "without a commitment row of their own", USD),
+    "utilisation": _d("used_on_demand_usd / paid_usd: 1 = the calls were worth on demand exactly what the commitment "
+                      "cost, below 1 paying per token would have been cheaper (NULL when paid_usd is 0)", "ratio"),
+    "model_on_demand_usd": _d("All API calls of the provider and model in the month at on-demand rates", USD),
+    "invoice_lines": _d("Invoice lines behind the row (NULL for offers)", COUNT),
+}
+COLUMNS["marts.buying_options"] = {
+    "provider": _d("Provider (canonical, core.provider_key)", LABEL),
+    "model": _d("Model family (core.cloud_model_key)", LABEL),
+    "window_first_day": _d("First day of the observed window ([alert] window_days ending on window_last_day)", DAY),
+    "window_last_day": _d("The last day with API calls", DAY),
+    "window_days": _d("Days in the window ([alert] window_days)", "days"),
+    "calls_per_month": _d("The window's API calls x hours_per_month / (24 x window_days)", "calls per month"),
+    "tokens_per_month": _d("The window's tokens (input, cached, cache writes, thinking, output) scaled the same way",
+                           "tokens per month"),
+    "on_demand_usd_per_call": _d("Average on-demand cost of the window's priced calls", "USD per call"),
+    "on_demand_usd_per_mtok": _d("On-demand cost of the window's priced calls per million of their tokens",
+                                 "USD per million tokens"),
+    "on_demand_unpriced_calls": _d("Calls in the window no price sheet prices (left out of the rates)", COUNT),
+    "on_demand_usd_per_month": _d("The window's calls at on-demand rates (provisioned calls at what they would have "
+                                  "cost), scaled to a month", _PER_MONTH),
+    "provisioned_usd_per_month": _d("usd_per_month of the commitment taken (marts.commitments): the catalog offer of "
+                                    "the last day's month, else the latest offer, else the latest invoice month",
+                                    _PER_MONTH),
+    "provisioned_source": _d("'catalog_offer' or 'invoice': where provisioned_usd_per_month comes from", LABEL),
+    "provisioned_month": _d("The marts.commitments month it was taken from", _MONTHS),
+    "self_hosted_usd_per_month": _d("The cheapest deployment that fits (newest month of marts.self_host_breakeven) x "
+                                    "the deployments calls_per_month needs", _PER_MONTH),
+    "self_host_deployment": _d("That deployment", LABEL),
+    "self_host_deployments_needed": _d("max(1, ceil(calls_per_month / capacity))", COUNT),
+    "self_host_capacity_calls_per_month": _d("Calls one deployment serves in a month", "calls per month"),
+    "cheapest": _d("'on_demand', 'provisioned' or 'self_hosted': the lowest known monthly cost at the observed volume "
+                   "(ties in that order)", LABEL),
+    "forecast_month": _d("The forecast month used: the first after the last day's month (marts.spend_forecast, scope "
+                         "model, serving api); NULL: no forecast", _MONTHS),
+    "forecast_growth": _d("forecast_usd of that month / the window's paid API spend scaled to a month", "ratio"),
+    "calls_per_month_forecast": _d("calls_per_month x forecast_growth", "calls per month"),
+    "tokens_per_month_forecast": _d("tokens_per_month x forecast_growth", "tokens per month"),
+    "on_demand_usd_per_month_forecast": _d("on_demand_usd_per_month x forecast_growth", _PER_MONTH),
+    "self_hosted_usd_per_month_forecast": _d("One deployment's monthly cost x the deployments the forecast volume needs",
+                                             _PER_MONTH),
+    "cheapest_forecast": _d("The cheapest option at the forecast volume (provisioned unchanged)", LABEL),
+    "provisioned_crossover_calls_per_month": _d("ceil(provisioned_usd_per_month / on_demand_usd_per_call): from this "
+                                                "volume on demand costs more than the commitment", "calls per month"),
+    "provisioned_crossover_tokens_per_month": _d("The same in tokens: ceil(provisioned_usd_per_month / the on-demand "
+                                                 "rate per token)", "tokens per month"),
+    "self_host_crossover_calls_per_month": _d("ceil(one deployment's monthly cost / on_demand_usd_per_call): from this "
+                                              "volume self-hosting costs less than on demand", "calls per month"),
+    "self_host_crossover_tokens_per_month": _d("The same in tokens", "tokens per month"),
+}

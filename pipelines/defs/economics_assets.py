@@ -1,6 +1,6 @@
 """The economics marts built in Python: marts/gpu_sizing, marts/self_host_breakeven and the
 looking-ahead marts (spend_forecast, deployment_offers, peak_capacity, substitution_breakeven,
-breakeven_outlook; warehouse/outlook.py).
+breakeven_outlook; warehouse/outlook.py) and buying_options (warehouse/buying_options.py).
 
 Wiring only: the reading, arithmetic and writing are in warehouse/economics.py (which calls the
 pure models/ package). They are materialised by the same Dagster step as the SQL models
@@ -18,6 +18,7 @@ import dagster as dg
 import duckdb
 
 from models import forecast
+from warehouse.buying_options import build_buying_options
 from warehouse.economics import Built, build_gpu_sizing, build_self_host_breakeven
 from warehouse.outlook import (
     build_breakeven_outlook, build_budget_outlook, build_capacity_plan, build_deployment_offers, build_peak_capacity, build_spend_forecast,
@@ -118,6 +119,15 @@ ECONOMICS = (
         "The month forecast API spend first reaches the monthly cost of the deployments the peak or the queue needs (expected, "
         "earliest = upper 95 % bound, latest = lower 95 % bound). grain: model x to_model x deployment.",
         build_breakeven_outlook,
+    ),
+    PythonMart(
+        "marts.buying_options",
+        frozenset({"ops.settings", "core.call_costs", "marts.commitments", "marts.self_host_breakeven",
+                   "marts.spend_forecast"}),
+        "Each API model's three ways to buy side by side: on demand, provisioned throughput (marts.commitments) and "
+        "self-hosted (marts.self_host_breakeven), monthly at the observed and the forecast volume, the cheapest, and "
+        "the volumes at which the fixed options overtake on demand. grain: provider x model.",
+        build_buying_options,
     ),
 )
 

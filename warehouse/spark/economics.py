@@ -6,8 +6,8 @@ rewritten for Spark. After Spark has built the SQL models and passed the checks:
 1. ``to_duckdb``: every SQL mart (aggregates: per day / month / hour / task) and the small core
    tables the economics read (``core.call_profiles``, ``core.dim_models``, ``core.dim_deployments``,
    ``core.gpu_price_versions``, ``core.llm_price_versions``) are written by Spark as Parquet and loaded into the DuckDB build,
-   replacing what that build held; the per-call ``core.call_costs`` is brought over as the five
-   columns the economics and the alert read (model, day, serving, cost_usd, thinking_tokens) and is
+   replacing what that build held; the per-call ``core.call_costs`` is brought over as the
+   columns the economics and the alert read (``CALL_COSTS_COLUMNS``) and is
    dropped again before publish, as are the other per-call core tables, which live only in Spark;
    ``core.calls`` comes over likewise, its replay window only (the 30 days ending the last day with
    calls; model, day, request_id, ts, latency_ms, thinking and output tokens), for
@@ -36,8 +36,10 @@ log = logging.getLogger("thinktax.spark")
 # incremental plan compares a new price sheet with (warehouse/incremental.py price_change_from)
 CORE_SMALL = ("core.call_profiles", "core.dim_models", "core.dim_deployments", "core.gpu_price_versions",
               "core.llm_price_versions")
-# what the economics (warehouse/economics.py, warehouse/outlook.py) and the alert read of core.call_costs
-CALL_COSTS_COLUMNS = ("model", "day", "serving", "cost_usd", "thinking_tokens")
+# what the economics (warehouse/economics.py, warehouse/outlook.py, warehouse/buying_options.py) and the
+# alert read of core.call_costs (buying_options: provider, the on-demand cost and the token buckets)
+CALL_COSTS_COLUMNS = ("model", "day", "serving", "cost_usd", "thinking_tokens", "provider", "on_demand_cost_usd",
+                      "uncached_input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
 # what marts.capacity_plan's queue replay reads of core.calls (warehouse/outlook.py busiest_hours):
 # the calls of the replay window only (PEAK_WINDOW_DAYS days ending the last day with calls)
 CALLS_REPLAY_COLUMNS = ("model", "day", "request_id", "ts", "latency_ms", "thinking_tokens", "output_tokens")
