@@ -541,6 +541,9 @@ NODES = Table(
         req("active_from", "TIMESTAMP", "naive UTC",
             in_time("active_from", NEXT_YEAR, "active from a date between 2015 and a year after the run")),
         col("active_to", "TIMESTAMP", "exclusive, naive UTC; NULL: until the end of the latest day with data"),
+        col("cloud_resource_id", "VARCHAR", "the node's resource id on the cloud invoice (AWS instance id 'i-...', "
+                                            "Azure VM ResourceId, GCP resource name), matched case-insensitively; "
+                                            "its invoice lines price its hours (NULL: the catalog price)"),
     ),
     rules=(a_at_least_b("active_to", "active_from", "active_to (exclusive) is after active_from", strict=True),),
 )
@@ -797,7 +800,10 @@ FOCUS_COSTS = Table(
 # AWS CUR 2.0, Azure cost details, GCP billing export: the AI lines of a cloud invoice (issue 25)
 CLOUDS = ("aws", "azure", "gcp")
 CHARGE_KINDS = ("usage", "commitment", "credit", "discount", "tax", "refund", "rounding", "fee", "other")
-BUCKETS = ("input", "output", "cache_read", "cache_write", "cache_write_1h", "cache_storage", "provisioned")
+BUCKETS = ("input", "output", "cache_read", "cache_write", "cache_write_1h", "cache_storage", "provisioned",
+           "instance_hours")
+# bucket of the compute lines kept to price self-hosted nodes (EC2, Azure VM, Compute Engine; issue 25 item 4)
+COMPUTE_BUCKET = "instance_hours"
 _CLOUD_KEY = (
     "cloud", "account_id", "usage_start", "usage_end", "charge_type", "pricing_model", "service", "sku", "sku_id",
     "operation", "region", "resource_id",
