@@ -811,8 +811,9 @@ _CLOUD_KEY = (
 CLOUD_BILL_LINES = Table(
     "stg.cloud_bill_lines",
     "AI lines of cloud invoices: AWS Data Exports CUR 2.0 (bills/aws/), Azure Cost Management cost details "
-    "(bills/azure/), GCP Cloud Billing export (bills/gcp/); non-AI lines are counted (ops.ingested_files."
-    "rows_skipped), not kept. grain: one row per invoice line.",
+    "(bills/azure/), GCP Cloud Billing export (bills/gcp/), and the compute lines that can price a self-hosted node "
+    "(EC2 instance hours, Azure VM, Compute Engine lines with a resource id: bucket 'instance_hours'); other lines "
+    "are counted (ops.ingested_files.rows_skipped), not kept. grain: one row per invoice line.",
     (
         req("cloud", "VARCHAR", "'aws', 'azure' or 'gcp': the export it came from",
             in_set("cloud", CLOUDS, "a known cloud export")),
@@ -849,7 +850,8 @@ CLOUD_BILL_LINES = Table(
         col("credits_usd", "DECIMAL(38,10)", "GCP: the line's credits (negative), in USD"),
         col("model", "VARCHAR", "the model family the rule read, as core.cloud_model_key spells it "
                                 "('claude-sonnet-4-6', 'gpt-4o', 'gemini-2.5-pro'); NULL when unattributed"),
-        col("bucket", "VARCHAR", f"token bucket: {', '.join(BUCKETS)}; NULL for credits, tax, unattributed",
+        col("bucket", "VARCHAR", f"token bucket: {', '.join(BUCKETS)} (instance_hours: a compute line, kept to price "
+                                 "a node, not an AI line); NULL for credits, tax, unattributed",
             in_set("bucket", BUCKETS, "a known bucket")),
         col("tier", "VARCHAR", "standard, batch, priority, flex, provisioned"),
         col("deployment_type", "VARCHAR", "AWS: in_region, cross_region, cross_region_global; Azure: global, "

@@ -103,7 +103,7 @@ final AS (
            CASE WHEN invoice_micro_usd IS NULL
                 THEN (CAST(gpus AS HUGEINT) * CAST(catalog_usd_per_gpu_hour * 1000000 AS HUGEINT) * active_us + 1800000000)
                      // 3600000000
-                ELSE CAST(invoice_micro_usd AS HUGEINT) END AS cost_micro_usd,
+                ELSE CAST(invoice_micro_usd AS BIGINT) END AS cost_micro_usd,
            CASE WHEN invoice_micro_usd IS NULL THEN 'catalog' ELSE 'invoice' END AS node_cost_source
     FROM priced
 )
