@@ -138,9 +138,14 @@ class Cloud:
 # The compute lines kept to price self-hosted nodes (issue 25 item 4), each with a resource id: on-demand
 # and spot instance hours only (AWS line type 'Usage'; Azure ChargeType 'Usage' not under a reservation
 # or savings plan; GCP cost_type 'regular'): hours a reservation or savings plan covers bill their money
-# elsewhere (an RI fee, a negation line), so those hours keep the catalog price. They are few next to the
-# rest of a CUR and are collected narrow: only the fields below (NARROW_FIELDS), not the product map,
-# tags, principal or credits.
+# elsewhere (an RI fee, a negation line), so those hours keep the catalog price. A node is a GPU node
+# (nodes.csv gpu_type), so AWS keeps accelerated instance families only (p, g, gr, trn, inf, dl: p5,
+# g6e, trn2, ...) and Azure the N series (NC, ND, NG, NV): an hourly CUR of a large CPU fleet has millions
+# of BoxUsage lines, which stay skipped. GCP bills one VM in several lines (cores, memory, GPUs) whose
+# SKUs name the machine family, not the GPU (an N1 VM with attached T4s), so every Compute Engine line
+# with a resource is kept (the resource-level detailed export is the only one that names it). The lines
+# are collected narrow: only the fields below (NARROW_FIELDS), not the product map, tags, principal or
+# credits.
 NARROW_FIELDS = ("billing_period", "account_id", "usage_start", "usage_end", "charge_type", "pricing_model",
                  "service", "sku", "sku_id", "sub_category", "operation", "region", "resource_id", "quantity", "unit",
                  "cost", "currency")
@@ -155,7 +160,7 @@ CLOUDS = {
                  "OR (contains(sku, 'MP:') AND contains(lower(product), 'bedrock'))",
                  # EC2 instance hours: 'USE1-BoxUsage:p5.48xlarge', 'BoxUsage:...' (us-east-1), Spot, Dedicated
                  f"service = 'AmazonEC2' AND {_HAS_RESOURCE} AND coalesce(nullif(trim(charge_type), ''), 'Usage') = 'Usage' "
-                 "AND regexp_matches(sku, '(^|-)(BoxUsage|SpotUsage|DedicatedUsage):')",
+                 "AND regexp_matches(sku, '(^|-)(BoxUsage|SpotUsage|DedicatedUsage):(p|g|gr|trn|inf|dl)[0-9]')",
                  "aws.ec2_instance_hours"),
     "azure": Cloud("azure", "bills/azure", AZURE_FIELDS, AZURE_REQUIRED,
                    "lower(service) IN ('foundry models', 'azure openai', 'azure ai foundry models') "
@@ -163,7 +168,9 @@ CLOUDS = {
                    "    OR contains(lower(coalesce(product_name, '')), 'openai')))",
                    f"lower(trim(service)) = 'virtual machines' AND {_HAS_RESOURCE} "
                    "AND lower(coalesce(nullif(trim(charge_type), ''), 'usage')) = 'usage' "
-                   "AND lower(coalesce(trim(pricing_model), '')) NOT IN ('reservation', 'savingsplan', 'savings plan')",
+                   "AND lower(coalesce(trim(pricing_model), '')) NOT IN ('reservation', 'savingsplan', 'savings plan') "
+                   "AND (regexp_matches(trim(coalesce(sku, '')), '^(Standard_)?N[CDGV]') "
+                   "     OR regexp_matches(trim(coalesce(sub_category, '')), '^N[CDGV]'))",
                    "azure.virtual_machine"),
     "gcp": Cloud("gcp", "bills/gcp", GCP_FIELDS, GCP_REQUIRED,
                  "lower(service) IN ('vertex ai', 'gemini api', 'generative language api')",

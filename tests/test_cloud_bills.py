@@ -12,15 +12,14 @@ Bedrock, calls b1 + b2: input 600,000 + 400,000 = 1,000,000 -> $3.00; cache read
 cache write $1.50, output 210 thousand tokens $3.15 (10,000 tokens of calls missing from the logs:
 10,000 x 3.15 / 210,000 = $0.15), a Credit -$1.00, an EdpDiscount -$0.45, Tax $0.82, 2 model-unit
 hours of Provisioned Throughput $79.20, an AI line no rule reads ('...-search-units', $0.25), and
-an EC2 instance-hour line (kept as a compute line, bucket 'instance_hours', for item 4; not in the
-reconciliation) and an S3 line (skipped). Unexplained: 0.
+an EC2 and an S3 line (skipped). Unexplained: 0.
 
 Azure, call a1: prompt 2,000,000 of which 400,000 cached, completion 300,000: uncached 1,600,000
 x 2.5 = $4.00; cached 400,000 x 1.25 = $0.50; output 300,000 x 10 = $3.00; total $7.50. The
 export (EA columns, MM/DD/YYYY dates, 1K and 1M units mixed, Tags with and without braces) bills
 $4.00, $0.50 and $3.30 for output (billed at $11/M: $0.30 unexplained: price drift), a PTU line
 $48.00 (no model in a PTU meter), an unattributed 'Sora Video Gen glbl' line $0.40 and a VM line
-(kept as a compute line, not reconciled). Unexplained: 0.30, 0.30 / 56.20 = 0.534 % of the month's usage: the invoice_mismatch
+(skipped). Unexplained: 0.30, 0.30 / 56.20 = 0.534 % of the month's usage: the invoice_mismatch
 alert fires at [alert] invoice_mismatch_usd = 0.10 and invoice_mismatch_pct = 0.5.
 
 Vertex AI, call g1: promptTokenCount 1,000,000 with 200,000 cached, candidates 100,000, thoughts
@@ -29,7 +28,7 @@ Vertex AI, call g1: promptTokenCount 1,000,000 with 200,000 cached, candidates 1
 writes them) bills the same four buckets (input $1.00 with a committed-use credit of -$0.10,
 caching $0.025, thinking output $3.00, output $1.00 with a free-trial credit of -$0.40), 24 hours
 of provisioned throughput $120.00, an unattributed Vertex AI Search line $0.60, tax $0.51 and a
-Compute Engine line (skipped: the standard export names no resource, so it cannot price a node). Unexplained: 0.
+Compute Engine line (skipped). Unexplained: 0.
 """
 
 from __future__ import annotations
@@ -110,9 +109,8 @@ def test_files_are_accounted_with_the_skipped_non_ai_lines(wh):
     files = {f.split("/")[1]: (n, loaded, dup, q, skipped, fmt) for f, n, loaded, dup, q, skipped, fmt in rows(
         wh, "SELECT file, rows_in, rows_loaded, rows_duplicate, rows_quarantined, rows_skipped, format "
             "FROM ops.ingested_files WHERE folder LIKE 'bills/%'")}
-    # the EC2 and the Azure VM lines name a resource: kept as compute lines (item 4), no longer skipped
-    assert files["aws"] == (11, 10, 0, 0, 1, "aws_csv")
-    assert files["azure"] == (6, 6, 0, 0, 0, "azure_csv")
+    assert files["aws"] == (11, 9, 0, 0, 2, "aws_csv")
+    assert files["azure"] == (6, 5, 0, 0, 1, "azure_csv")
     assert files["gcp"] == (8, 7, 0, 0, 1, "gcp_json")
     assert rows(wh, "SELECT count(*) FROM (SELECT * FROM ops.ingested_files) f WHERE rows_in <> "
                     "rows_loaded + rows_duplicate + rows_quarantined + coalesce(rows_skipped, 0)") == [(0,)]

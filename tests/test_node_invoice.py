@@ -31,9 +31,11 @@ One day, 2026-06-10 (UTC). nodes.csv (below), figures worked by hand, in micro-U
 Self-hosted total of the day: 323.200001 + 1.60 + 1.01 + 392.88 + 176.98 = 895.670001.
 
 Accounting (rows in = loaded + duplicate + quarantined + skipped):
-* CUR: 7 lines: 4 EC2 instance-hour lines (3 of gpu-p5-a, 1 of an instance no node names) and 1
-  Bedrock line loaded; the EBS volume and the S3 line skipped -> (7, 5, 0, 0, 2).
-* Azure: the VM line loaded, the disk line (Storage) skipped -> (2, 1, 0, 0, 1).
+* CUR: 8 lines: 4 EC2 instance-hour lines of GPU instances (3 of gpu-p5-a, 1 of a g6.xlarge no
+  node names) and 1 Bedrock line loaded; the EBS volume, the S3 line and an m7i.large (not an
+  accelerated instance: never a GPU node) skipped -> (8, 5, 0, 0, 3).
+* Azure: the ND H100 v5 VM line loaded; the disk line (Storage) and a D4s v5 VM (not N series)
+  skipped -> (3, 1, 0, 0, 2).
 * GCP: 6 instance lines and 1 boot-disk line (Compute Engine, a resource) loaded, the Cloud
   Storage line skipped -> (8, 7, 0, 0, 1).
 """
@@ -104,7 +106,7 @@ def test_files_are_accounted_with_the_compute_lines_loaded(wh):
     files = {f.split("/")[1]: (n, loaded, dup, q, skipped) for f, n, loaded, dup, q, skipped in rows(
         wh, "SELECT file, rows_in, rows_loaded, rows_duplicate, rows_quarantined, rows_skipped "
             "FROM ops.ingested_files WHERE folder LIKE 'bills/%'")}
-    assert files == {"aws": (7, 5, 0, 0, 2), "azure": (2, 1, 0, 0, 1), "gcp": (8, 7, 0, 0, 1)}
+    assert files == {"aws": (8, 5, 0, 0, 3), "azure": (3, 1, 0, 0, 2), "gcp": (8, 7, 0, 0, 1)}
     assert rows(wh, "SELECT count(*) FROM ops.ingested_files WHERE rows_in <> "
                     "rows_loaded + rows_duplicate + rows_quarantined + coalesce(rows_skipped, 0)") == [(0,)]
 
@@ -114,7 +116,7 @@ def test_compute_lines_are_kept_narrow_with_their_own_bucket(wh):
                    "charge_kind, model, tokens FROM stg.cloud_bill_lines WHERE bucket = 'instance_hours' "
                    "AND cloud = 'aws' ORDER BY line")
     assert [r[:4] for r in got] == [("aws", "aws", "aws.ec2_instance_hours", "i-0a1b2c3d4e5f60001")] * 3 + [
-        ("aws", "aws", "aws.ec2_instance_hours", "i-0ffff000000000001")]
+        ("aws", "aws", "aws.ec2_instance_hours", "i-0ffff000000000002")]
     assert got[2][4:] == (hour(2), hour(5), D(3), "Hrs", D("165.120001"), "usage", None, None)
     assert rows(wh, "SELECT cloud, rule, count(*) FROM stg.cloud_bill_lines WHERE bucket = 'instance_hours' "
                     "GROUP BY ALL ORDER BY 1") == [
@@ -213,3 +215,47 @@ def test_bad_compute_lines_are_quarantined_as_the_ai_lines_are(tmp_path):
     assert rows(con, "SELECT folder, rows_in, rows_loaded, rows_quarantined, rows_skipped FROM ops.ingested_files "
                      "ORDER BY folder") == [("bills/aws", 2, 1, 1, 0), ("bills/azure", 1, 0, 1, 0)]
     con.close()
+
+
+def test_which_compute_lines_are_kept(tmp_path):
+    """The compute filters, one spelling a line (sources/bills_cloud.py CLOUDS): GPU instance hours with a
+    resource id, on demand or spot; everything else is a skipped line."""
+    from sources.base import ParseContext
+    from sources.bills_cloud import parse_path
+
+    pre = "2026-06-01T00:00:00.000Z,,111122223333,2026-06-10T00:00:00.000Z,2026-06-10T01:00:00.000Z,"
+    aws = {  # line type, usage type, resource id -> kept
+        ("Usage", "BoxUsage:p4d.24xlarge", "i-01"): True,  # us-east-1 writes no region prefix
+        ("Usage", "USW2-SpotUsage:g5.xlarge", "i-02"): True,
+        ("Usage", "USE1-DedicatedUsage:trn1.32xlarge", "i-03"): True,
+        ("Usage", "EUC1-BoxUsage:inf2.xlarge", "i-04"): True,
+        ("Usage", "USE1-BoxUsage:m7g.large", "i-05"): False,  # not an accelerated family
+        ("Usage", "USE1-BoxUsage:p5.48xlarge", ""): False,  # no resource id
+        ("DiscountedUsage", "USE1-BoxUsage:p5.48xlarge", "i-06"): False,  # a reserved instance's hour
+        ("SavingsPlanCoveredUsage", "USE1-BoxUsage:p5.48xlarge", "i-07"): False,
+        ("Usage", "USE1-EBS:VolumeUsage.gp3", "vol-01"): False,
+    }
+    cur = tmp_path / "cur.csv"
+    cur.write_text(CUR_HEADER + "\n" + "".join(
+        f"{pre}{lt},AmazonEC2,{ut},RunInstances,1,1.00,1.00,USD,{rid},,us-east-1,Hrs,OnDemand,{{}},{{}}\n"
+        for lt, ut, rid in aws))
+    parsed = parse_path(cur, "bills/aws/cur.csv", ParseContext(dt.datetime(2026, 7, 1)), "aws")
+    kept = {(r["charge_type"], r["sku"], r["resource_id"] or "") for r in parsed.rows.to_pylist()}
+    assert kept == {k for k, v in aws.items() if v}
+    assert parsed.skipped == sum(not v for v in aws.values()) and parsed.rejects == []
+
+    azure = {  # MeterName, MeterSubCategory, PricingModel -> kept
+        ("NC24ads A100 v4", "NCadsA100v4 Series", "OnDemand"): True,
+        ("NV36ads A10 v5", "NVadsA10 v5 Series", "Spot"): True,
+        ("ND96isr H100 v5", "NDsr H100 v5 Series", "Reservation"): False,  # the reservation's hours
+        ("D4s v5", "Dsv5 Series", "OnDemand"): False,  # not an N-series VM
+    }
+    az = tmp_path / "az.csv"
+    az.write_text("SubscriptionId,Date,ChargeType,PricingModel,MeterCategory,MeterSubCategory,MeterName,Quantity,"
+                  "UnitOfMeasure,CostInBillingCurrency,BillingCurrency,ResourceId\n" + "".join(
+                      f"sub-1,06/10/2026,Usage,{pm},Virtual Machines,{sub},{meter},24,1 Hour,10.00,USD,/vm/{i}\n"
+                      for i, (meter, sub, pm) in enumerate(azure)))
+    parsed = parse_path(az, "bills/azure/az.csv", ParseContext(dt.datetime(2026, 7, 1)), "azure")
+    assert {r["sku"] for r in parsed.rows.to_pylist()} == {k[0] for k, v in azure.items() if v}
+    assert {r["bucket"] for r in parsed.rows.to_pylist()} == {"instance_hours"}
+    assert parsed.skipped == 2
