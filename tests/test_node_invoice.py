@@ -259,3 +259,24 @@ def test_which_compute_lines_are_kept(tmp_path):
     assert {r["sku"] for r in parsed.rows.to_pylist()} == {k[0] for k, v in azure.items() if v}
     assert {r["bucket"] for r in parsed.rows.to_pylist()} == {"instance_hours"}
     assert parsed.skipped == 2
+
+
+def test_node_invoice_lines_name_the_node_and_the_hours(wh):
+    got = {(c, s, r): rest for c, s, r, *rest in rows(
+        wh, "SELECT cloud, sku, resource_id, usage_hours, cost_usd, node_id, in_node_hours "
+            "FROM core.node_invoice_lines WHERE usage_start = TIMESTAMP '2026-06-10 02:00:00' OR cloud <> 'gcp'")}
+    # 3 'Hrs' of p5.48xlarge; the Azure daily line 4 x '1 Hour'; the GPU line of the A3 VM 28,800 seconds = 8 hours
+    assert got["aws", "USE1-BoxUsage:p5.48xlarge", "i-0a1b2c3d4e5f60001"] == [3.0, D("165.120001"), "gpu-p5-a", True]
+    assert got["aws", "USE1-BoxUsage:g6.xlarge", "i-0ffff000000000002"] == [24.0, D("19.3104"), None, False]
+    vm = ("azure", "ND96isr H100 v5",
+          "/subscriptions/0a1b2c3d-0000-4000-8000-000000000001/resourceGroups/rg-gpu/providers/Microsoft.Compute/"
+          "virtualMachines/nd-h100-1")
+    assert got[vm] == [4.0, D("392.88"), "gpu-nd-d", True]
+    assert rows(wh, "SELECT usage_hours, node_id FROM core.node_invoice_lines WHERE cloud = 'gcp' "
+                    "AND sku LIKE 'Nvidia%' ORDER BY usage_start") == [(8.0, "gpu-a3-e"), (8.0, "gpu-a3-e")]
+    assert rows(wh, "SELECT usage_hours FROM core.node_invoice_lines WHERE sku LIKE '%Ram%' LIMIT 1") == [(None,)]
+    # what the invoice lines in node hours bill = what the invoice-priced node-hours cost
+    # 55.04 + 55.04 + 165.120001 = 275.200001 (gpu-p5-a) + 392.88 (gpu-nd-d) + 176.98 (gpu-a3-e) = 845.060001
+    assert rows(wh, "SELECT sum(cost_usd) FROM core.node_invoice_lines WHERE in_node_hours") == [(D("845.060001"),)]
+    assert rows(wh, "SELECT sum(cost_micro_usd) FROM core.node_hours_cost WHERE node_cost_source = 'invoice'") == [
+        (845_060_001,)]
