@@ -7,8 +7,12 @@ A real export holds millions of lines that are not AI (EC2, S3, ...). Such a fil
 memory: it is read by path (``SourceSpec.parse_path``) with DuckDB's own ``read_csv`` /
 ``read_parquet`` / ``read_json`` in a private in-memory connection (never the warehouse's), only the
 columns named below, every value as text (no CSV sniffer decides that 10/01 is 10 January), in one
-pass that counts every line and collects the AI lines only. The non-AI lines are counted as
-``Parsed.skipped`` (``ops.ingested_files.rows_skipped``), not quarantined.
+pass that counts every line and collects the AI lines and, narrow (:data:`NARROW_FIELDS`), the compute
+lines that can price a self-hosted GPU node (issue 25 item 4: EC2 instance hours of accelerated
+instances, Azure N-series VMs, Compute Engine lines with a resource; ``bucket = 'instance_hours'``,
+read by sql/core/node_hours_cost.sql). The other lines are counted as ``Parsed.skipped``
+(``ops.ingested_files.rows_skipped``), not quarantined. Compute lines are typed, converted and
+rejected by the same rules as the AI lines.
 
 The AI lines are then read by rules over the SKU text (one Python call per *distinct* usage type /
 meter / SKU, never per line): model x token bucket x tier x deployment type x long context. An AI
@@ -131,6 +135,7 @@ class Cloud:
     fields: dict[str, tuple[str, ...]]
     required: tuple[str, ...]
     ai_filter: str  # SQL over the logical fields (text): which lines are AI lines
+    compute_guard: str  # cheap SQL test of the compute service: the rest of compute_filter runs only where it holds
     compute_filter: str  # SQL over the logical fields: the compute lines that can price a node (not AI lines)
     compute_rule: str  # the rule name of those lines in stg.cloud_bill_lines
 
@@ -159,14 +164,16 @@ CLOUDS = {
                  "service IN ('AmazonBedrock', 'AmazonBedrockService') "
                  "OR (contains(sku, 'MP:') AND contains(lower(product), 'bedrock'))",
                  # EC2 instance hours: 'USE1-BoxUsage:p5.48xlarge', 'BoxUsage:...' (us-east-1), Spot, Dedicated
-                 f"service = 'AmazonEC2' AND {_HAS_RESOURCE} AND coalesce(nullif(trim(charge_type), ''), 'Usage') = 'Usage' "
+                 "service = 'AmazonEC2'",
+                 f"{_HAS_RESOURCE} AND coalesce(nullif(trim(charge_type), ''), 'Usage') = 'Usage' "
                  "AND regexp_matches(sku, '(^|-)(BoxUsage|SpotUsage|DedicatedUsage):(p|g|gr|trn|inf|dl)[0-9]')",
                  "aws.ec2_instance_hours"),
     "azure": Cloud("azure", "bills/azure", AZURE_FIELDS, AZURE_REQUIRED,
                    "lower(service) IN ('foundry models', 'azure openai', 'azure ai foundry models') "
                    "OR (lower(service) = 'cognitive services' AND (contains(lower(coalesce(sub_category, '')), 'openai') "
                    "    OR contains(lower(coalesce(product_name, '')), 'openai')))",
-                   f"lower(trim(service)) = 'virtual machines' AND {_HAS_RESOURCE} "
+                   "lower(trim(service)) = 'virtual machines'",
+                   f"{_HAS_RESOURCE} "
                    "AND lower(coalesce(nullif(trim(charge_type), ''), 'usage')) = 'usage' "
                    "AND lower(coalesce(trim(pricing_model), '')) NOT IN ('reservation', 'savingsplan', 'savings plan') "
                    "AND (regexp_matches(trim(coalesce(sku, '')), '^(Standard_)?N[CDGV]') "
@@ -175,7 +182,8 @@ CLOUDS = {
     "gcp": Cloud("gcp", "bills/gcp", GCP_FIELDS, GCP_REQUIRED,
                  "lower(service) IN ('vertex ai', 'gemini api', 'generative language api')",
                  # every line of the instance (cores, memory, GPUs) names it in resource.name / global_name
-                 f"lower(trim(service)) = 'compute engine' AND {_HAS_RESOURCE} "
+                 "lower(trim(service)) = 'compute engine'",
+                 f"{_HAS_RESOURCE} "
                  "AND lower(coalesce(nullif(trim(charge_type), ''), 'regular')) = 'regular'",
                  "gcp.compute_engine"),
 }
@@ -616,7 +624,8 @@ def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Par
                     SELECT count(*) AS n, list(struct_pack(line := rn + {first_line - 1}, {packed})) FILTER (WHERE is_ai) AS ai,
                            list(struct_pack(line := rn + {first_line - 1}, {narrow})) FILTER (WHERE is_compute) AS compute,
                            min(billing_period) AS first_period, max(billing_period) AS last_period
-                    FROM (SELECT *, NOT is_ai AND coalesce({cloud.compute_filter}, false) AS is_compute
+                    FROM (SELECT *, CASE WHEN is_ai THEN false WHEN {cloud.compute_guard}
+                                         THEN coalesce({cloud.compute_filter}, false) ELSE false END AS is_compute
                           FROM (SELECT *, coalesce({cloud.ai_filter}, false) AS is_ai
                                 FROM (SELECT row_number() OVER () AS rn, {select} FROM {src})))""")
         except duckdb.Error as exc:
