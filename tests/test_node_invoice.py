@@ -280,3 +280,29 @@ def test_node_invoice_lines_name_the_node_and_the_hours(wh):
     assert rows(wh, "SELECT sum(cost_usd) FROM core.node_invoice_lines WHERE in_node_hours") == [(D("845.060001"),)]
     assert rows(wh, "SELECT sum(cost_micro_usd) FROM core.node_hours_cost WHERE node_cost_source = 'invoice'") == [
         (845_060_001,)]
+
+
+def test_a_line_two_nodes_name_is_split_between_them_not_counted_twice(tmp_path):
+    """Node x (00:00-02:00) and its replacement y (02:00-04:00) name the same instance; one CUR line of
+    4.000003 over 00:00-04:00: 4,000,003 micro-USD over 4 hours of 3,600 s = 1,000,000.75 each, floors
+    4 x 1,000,000, leftover 3 to the first three (node, hour) in order: x 00 and x 01 get 1,000,001, y 02
+    gets 1,000,001, y 03 1,000,000 -> x 2.000002, y 2.000001: 4.000003 in all, once."""
+    land = tmp_path / "landing"
+    cur = land / "bills" / "aws" / "cur" / "data" / "BILLING_PERIOD=2026-06" / "cur-00001.csv"
+    cur.parent.mkdir(parents=True)
+    cur.write_text(CUR_HEADER + "\n2026-06-01T00:00:00.000Z,,111122223333,2026-06-10T00:00:00.000Z,"
+                   "2026-06-10T04:00:00.000Z,Usage,AmazonEC2,USE1-BoxUsage:g6e.xlarge,RunInstances,4,4.000003,4.000003,"
+                   "USD,i-0abc,,us-east-1,Hrs,OnDemand,{},{}\n")
+    (land / "catalog").mkdir()
+    (land / "catalog" / "nodes.csv").write_text(
+        "node_id,provider,gpu_type,gpus,model,usd_per_gpu_hour,active_from,active_to,cloud_resource_id\n"
+        "x,aws,L40S,1,qwen3-32b,1.00,2026-06-10T00:00:00Z,2026-06-10T02:00:00Z,I-0ABC\n"
+        "y,aws,L40S,1,qwen3-32b,1.00,2026-06-10T02:00:00Z,2026-06-10T04:00:00Z,i-0abc\n")
+    (land / "telemetry" / "requests").mkdir(parents=True)
+    (land / "telemetry" / "requests" / "calls.jsonl").write_text(json.dumps(CALLS[0] | {"node_id": "x"}) + "\n")
+    con, _ = build_warehouse(land, tmp_path / "w.duckdb")
+    assert rows(con, "SELECT node_id, hour, cost_micro_usd, node_cost_source FROM core.node_hours_cost ORDER BY 1, 2") == [
+        ("x", hour(0), 1_000_001, "invoice"), ("x", hour(1), 1_000_001, "invoice"),
+        ("y", hour(2), 1_000_001, "invoice"), ("y", hour(3), 1_000_000, "invoice")]
+    assert rows(con, "SELECT node_id, in_node_hours FROM core.node_invoice_lines ORDER BY 1") == [("x", True), ("y", True)]
+    con.close()
