@@ -306,3 +306,25 @@ def test_a_line_two_nodes_name_is_split_between_them_not_counted_twice(tmp_path)
         ("y", hour(2), 1_000_001, "invoice"), ("y", hour(3), 1_000_000, "invoice")]
     assert rows(con, "SELECT node_id, in_node_hours FROM core.node_invoice_lines ORDER BY 1") == [("x", True), ("y", True)]
     con.close()
+
+
+def test_a_nightly_run_that_lands_the_invoice_reprices_the_nodes_as_a_full_rebuild_would(tmp_path):
+    """Night 1: nodes.csv and calls, no invoice (catalog prices). Night 2: the three exports land; the
+    incremental run rebuilds the days they touch and every table equals a full rebuild."""
+    from tests.test_incremental import _run, _same_as_full
+
+    land = landing(tmp_path)
+    bills = tmp_path / "bills-later"
+    shutil.move(land / "bills", bills)
+    wh = tmp_path / "wh.duckdb"
+    _run(wh, land, "one")
+    con = duckdb.connect(str(wh), read_only=True)
+    assert rows(con, "SELECT sum(cost_usd) FROM marts.node_hours WHERE node_id = 'gpu-p5-a'") == [(D("288"),)]
+    con.close()
+    shutil.move(bills, land / "bills")
+    scope = _run(wh, land, "two")
+    assert not scope.full and dt.date(2026, 6, 10) in scope.days
+    con = duckdb.connect(str(wh), read_only=True)
+    assert rows(con, "SELECT sum(cost_usd) FROM marts.node_hours WHERE node_id = 'gpu-p5-a'") == [(D("323.200001"),)]
+    con.close()
+    _same_as_full(wh, land, tmp_path)
