@@ -7,8 +7,12 @@ A real export holds millions of lines that are not AI (EC2, S3, ...). Such a fil
 memory: it is read by path (``SourceSpec.parse_path``) with DuckDB's own ``read_csv`` /
 ``read_parquet`` / ``read_json`` in a private in-memory connection (never the warehouse's), only the
 columns named below, every value as text (no CSV sniffer decides that 10/01 is 10 January), in one
-pass that counts every line and collects the AI lines only. The non-AI lines are counted as
-``Parsed.skipped`` (``ops.ingested_files.rows_skipped``), not quarantined.
+pass that counts every line and collects the AI lines and, narrow (:data:`NARROW_FIELDS`), the compute
+lines that can price a self-hosted GPU node (issue 25 item 4: EC2 instance hours of accelerated
+instances, Azure N-series VMs, Compute Engine lines with a resource; ``bucket = 'instance_hours'``,
+read by sql/core/node_hours_cost.sql). The other lines are counted as ``Parsed.skipped``
+(``ops.ingested_files.rows_skipped``), not quarantined. Compute lines are typed, converted and
+rejected by the same rules as the AI lines.
 
 The AI lines are then read by rules over the SKU text (one Python call per *distinct* usage type /
 meter / SKU, never per line): model x token bucket x tier x deployment type x long context. An AI
@@ -44,6 +48,7 @@ import duckdb
 import pyarrow as pa
 
 from sources import contract
+from sources.contract import COMPUTE_BUCKET
 from sources.base import ParseContext, Parsed, Reject, SourceFormatError, SourceSpec, head_text, rate_decimal
 
 TABLE = "stg.cloud_bill_lines"
@@ -130,6 +135,26 @@ class Cloud:
     fields: dict[str, tuple[str, ...]]
     required: tuple[str, ...]
     ai_filter: str  # SQL over the logical fields (text): which lines are AI lines
+    compute_guard: str  # cheap SQL test of the compute service: the rest of compute_filter runs only where it holds
+    compute_filter: str  # SQL over the logical fields: the compute lines that can price a node (not AI lines)
+    compute_rule: str  # the rule name of those lines in stg.cloud_bill_lines
+
+
+# The compute lines kept to price self-hosted nodes (issue 25 item 4), each with a resource id: on-demand
+# and spot instance hours only (AWS line type 'Usage'; Azure ChargeType 'Usage' not under a reservation
+# or savings plan; GCP cost_type 'regular'): hours a reservation or savings plan covers bill their money
+# elsewhere (an RI fee, a negation line), so those hours keep the catalog price. A node is a GPU node
+# (nodes.csv gpu_type), so AWS keeps accelerated instance families only (p, g, gr, trn, inf, dl: p5,
+# g6e, trn2, ...) and Azure the N series (NC, ND, NG, NV): an hourly CUR of a large CPU fleet has millions
+# of BoxUsage lines, which stay skipped. GCP bills one VM in several lines (cores, memory, GPUs) whose
+# SKUs name the machine family, not the GPU (an N1 VM with attached T4s), so every Compute Engine line
+# with a resource is kept (the resource-level detailed export is the only one that names it). The lines
+# are collected narrow: only the fields below (NARROW_FIELDS), not the product map, tags, principal or
+# credits.
+NARROW_FIELDS = ("billing_period", "account_id", "usage_start", "usage_end", "charge_type", "pricing_model",
+                 "service", "sku", "sku_id", "sub_category", "operation", "region", "resource_id", "quantity", "unit",
+                 "cost", "currency")
+_HAS_RESOURCE = "nullif(trim(resource_id), '') IS NOT NULL"
 
 
 CLOUDS = {
@@ -137,13 +162,30 @@ CLOUDS = {
                  # first-party Bedrock (newer Claude models bill under AmazonBedrockService) and the
                  # Marketplace lines of Bedrock models (usage type '...MP:...', product names Bedrock)
                  "service IN ('AmazonBedrock', 'AmazonBedrockService') "
-                 "OR (contains(sku, 'MP:') AND contains(lower(product), 'bedrock'))"),
+                 "OR (contains(sku, 'MP:') AND contains(lower(product), 'bedrock'))",
+                 # EC2 instance hours: 'USE1-BoxUsage:p5.48xlarge', 'BoxUsage:...' (us-east-1), Spot, Dedicated
+                 "service = 'AmazonEC2'",
+                 f"{_HAS_RESOURCE} AND coalesce(nullif(trim(charge_type), ''), 'Usage') = 'Usage' "
+                 "AND regexp_matches(sku, '(^|-)(BoxUsage|SpotUsage|DedicatedUsage):(p|g|gr|trn|inf|dl)[0-9]')",
+                 "aws.ec2_instance_hours"),
     "azure": Cloud("azure", "bills/azure", AZURE_FIELDS, AZURE_REQUIRED,
                    "lower(service) IN ('foundry models', 'azure openai', 'azure ai foundry models') "
                    "OR (lower(service) = 'cognitive services' AND (contains(lower(coalesce(sub_category, '')), 'openai') "
-                   "    OR contains(lower(coalesce(product_name, '')), 'openai')))"),
+                   "    OR contains(lower(coalesce(product_name, '')), 'openai')))",
+                   "lower(trim(service)) = 'virtual machines'",
+                   f"{_HAS_RESOURCE} "
+                   "AND lower(coalesce(nullif(trim(charge_type), ''), 'usage')) = 'usage' "
+                   "AND lower(coalesce(trim(pricing_model), '')) NOT IN ('reservation', 'savingsplan', 'savings plan') "
+                   "AND (regexp_matches(trim(coalesce(sku, '')), '^(Standard_)?N[CDGV]') "
+                   "     OR regexp_matches(trim(coalesce(sub_category, '')), '^N[CDGV]'))",
+                   "azure.virtual_machine"),
     "gcp": Cloud("gcp", "bills/gcp", GCP_FIELDS, GCP_REQUIRED,
-                 "lower(service) IN ('vertex ai', 'gemini api', 'generative language api')"),
+                 "lower(service) IN ('vertex ai', 'gemini api', 'generative language api')",
+                 # every line of the instance (cores, memory, GPUs) names it in resource.name / global_name
+                 "lower(trim(service)) = 'compute engine'",
+                 f"{_HAS_RESOURCE} "
+                 "AND lower(coalesce(nullif(trim(charge_type), ''), 'regular')) = 'regular'",
+                 "gcp.compute_engine"),
 }
 
 
@@ -288,7 +330,7 @@ def charge_kind(charge_type: str | None) -> str:
 def tokens_per_unit(cloud: str, unit: str | None, bucket: str | None) -> int | None:
     """Tokens one unit of quantity stands for: 1M units -> 10^6, 1K units and AWS Bedrock's
     token amounts (in thousands) -> 1000, a count of tokens -> 1. None: not a token line."""
-    if bucket in (None, "provisioned", "cache_storage"):
+    if bucket in (None, "provisioned", "cache_storage", COMPUTE_BUCKET):
         return None
     u = (unit or "").strip().lower()
     if re.search(r"\b1\s*m\b|million|1m", u):
@@ -571,33 +613,43 @@ def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Par
         first_line = 2 if kind == "csv" else 1
         select = ", ".join(f"{e} AS {_q(f)}" for f, e in exprs.items())
         packed = ", ".join(f"{_q(f)} := {_q(f)}" for f in exprs)
-        # one pass: every line counted, the AI lines collected (they are few), the months billed
+        narrow = ", ".join(f"{_q(f)} := {_q(f)}" for f in NARROW_FIELDS if f in exprs)
+        # one pass: every line counted, the AI lines collected (they are few), the compute lines that can
+        # price a node collected narrow, the months billed
         try:
             # (the first and last billing period, not a DISTINCT list: a hash of every line's text
             # cost a third of the pass; an export holds one billing period, at most a few)
             con.execute(
                 f"""CREATE TEMP TABLE agg AS
                     SELECT count(*) AS n, list(struct_pack(line := rn + {first_line - 1}, {packed})) FILTER (WHERE is_ai) AS ai,
+                           list(struct_pack(line := rn + {first_line - 1}, {narrow})) FILTER (WHERE is_compute) AS compute,
                            min(billing_period) AS first_period, max(billing_period) AS last_period
-                    FROM (SELECT *, coalesce({cloud.ai_filter}, false) AS is_ai
-                          FROM (SELECT row_number() OVER () AS rn, {select} FROM {src}))""")
+                    FROM (SELECT *, CASE WHEN is_ai THEN false WHEN {cloud.compute_guard}
+                                         THEN coalesce({cloud.compute_filter}, false) ELSE false END AS is_compute
+                          FROM (SELECT *, coalesce({cloud.ai_filter}, false) AS is_ai
+                                FROM (SELECT row_number() OVER () AS rn, {select} FROM {src})))""")
         except duckdb.Error as exc:
             raise SourceFormatError(f"unreadable {kind}: {str(exc).splitlines()[0]}") from None
         total, first_period, last_period = con.execute("SELECT n, first_period, last_period FROM agg").fetchall()[0]
         nulls = "".join(f", CAST(NULL AS VARCHAR) AS {_q(fl)}" for fl in others)
-        con.execute(f"CREATE TEMP TABLE ai AS SELECT unnest(ai, recursive := true){nulls} FROM agg WHERE ai IS NOT NULL")
+        con.execute(f"CREATE TEMP TABLE ai AS SELECT unnest(ai, recursive := true){nulls}, false AS is_compute "
+                    "FROM agg WHERE ai IS NOT NULL")
         ai_lines = con.execute("SELECT count(*) FROM ai").fetchall()[0][0]
+        # the compute lines into the same table: the fields not collected are NULL
+        con.execute(f"""INSERT INTO ai BY NAME SELECT unnest(compute, recursive := true), true AS is_compute
+                        FROM agg WHERE compute IS NOT NULL""")
+        compute_lines = con.execute("SELECT count(*) FROM ai WHERE is_compute").fetchall()[0][0]
         period_months = _months_between(parse_time(first_period), parse_time(last_period))
         meta: dict[str, object] = {"reader": kind, "lines": total, "ai_lines": ai_lines,
-                                   "columns_missing": missing_own}
-        if not period_months and ai_lines:  # no billing-period column: the months of the AI lines' usage
+                                   "compute_lines": compute_lines, "columns_missing": missing_own}
+        if not period_months and (ai_lines or compute_lines):  # no billing-period column: the months of the lines' usage
             starts = [parse_time(v) for (v,) in con.execute("SELECT DISTINCT usage_start FROM ai").fetchall()]
             period_months = sorted({t.date().replace(day=1) for t in starts if t})
         meta["export_key"] = export_key(cloud_name, period_months, name)
-        rows, rejects = _typed_lines(con, cloud, ctx) if ai_lines else (SCHEMA.empty_table(), [])
+        rows, rejects = _typed_lines(con, cloud, ctx) if ai_lines or compute_lines else (SCHEMA.empty_table(), [])
         meta["rules"] = sorted(set(rows.column("rule").to_pylist())) if rows.num_rows else []
         return Parsed(table=TABLE, rows=rows, rejects=rejects, format=f"{cloud_name}_{kind}", meta=meta,
-                      skipped=total - ai_lines)
+                      skipped=total - ai_lines - compute_lines)
     finally:
         con.close()
 
@@ -664,30 +716,33 @@ def _readings(con: duckdb.DuckDBPyConnection, cloud: Cloud) -> None:
     product = (f"CASE WHEN contains(sku, 'MP:') OR charge_type NOT IN {_USAGE_TYPES} THEN product END"
                if cloud.name == "aws" else "NULL::VARCHAR")
     extra = "sub_category, product_name, pricing_model" if az else "NULL::VARCHAR, NULL::VARCHAR, NULL::VARCHAR"
-    keys = con.execute(f"SELECT DISTINCT charge_type, coalesce(sku, ''), {product}, {extra}, unit FROM ai").fetchall()
-    names = ("charge_type", "sku", "product", "sub_category", "product_name", "pricing_model", "unit", "kind", "per",
-             "model", "bucket", "tier", "deployment_type", "long_context", "rule", "reason")
+    keys = con.execute(f"SELECT DISTINCT is_compute, charge_type, coalesce(sku, ''), {product}, {extra}, unit "
+                       "FROM ai").fetchall()
+    names = ("is_compute", "charge_type", "sku", "product", "sub_category", "product_name", "pricing_model", "unit",
+             "kind", "per", "model", "bucket", "tier", "deployment_type", "long_context", "rule", "reason")
     cols: dict[str, list] = {k: [] for k in names}
-    for charge_type, sku, prod, sub, prod_name, pricing, unit in keys:
+    for is_compute, charge_type, sku, prod, sub, prod_name, pricing, unit in keys:
         ct = (charge_type or "").strip() or "Usage"
         kind = charge_kind(ct)
         sku_s = sku.strip()
-        if cloud.name == "aws":
+        if is_compute:  # an instance-hour line that can price a node: no model, no tokens
+            reading = Reading(cloud.compute_rule, None, COMPUTE_BUCKET)
+        elif cloud.name == "aws":
             reading = read_aws(sku_s, prod)
         elif az:
             reading = read_azure(sku_s, sub, prod_name, pricing if kind in ("usage", "commitment") else None)
         else:
             reading = read_gcp(sku_s)
-        if kind not in ("usage", "commitment"):
+        if kind not in ("usage", "commitment") and not is_compute:
             # a credit / discount / tax line: the model its SKU names, if any; no bucket
             reading = Reading(f"{cloud.name}.{kind}", reading.model if sku_s and reading.rule != "unattributed" else None)
         per = tokens_per_unit(cloud.name, unit, reading.bucket) if reading.rule != "unattributed" else None
-        for k, v in zip(names, (charge_type, sku, prod, sub, prod_name, pricing, unit, kind, per, reading.model,
+        for k, v in zip(names, (is_compute, charge_type, sku, prod, sub, prod_name, pricing, unit, kind, per, reading.model,
                                 reading.bucket, reading.tier, reading.deployment_type, reading.long_context,
                                 reading.rule, reading.reason), strict=True):
             cols[k].append(v)
     types = {k: pa.string() for k in names}
-    types.update(per=pa.int64(), long_context=pa.bool_())
+    types.update(per=pa.int64(), long_context=pa.bool_(), is_compute=pa.bool_())
     _register(con, "_readings", cols, types)
 
 
@@ -785,7 +840,8 @@ def _typed_lines(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext
             LEFT JOIN _times tb ON tb.v = a.billing_period
             LEFT JOIN _fx fx ON fx.currency = upper(trim(a.currency))
             LEFT JOIN _readings r
-                   ON r.charge_type IS NOT DISTINCT FROM a.charge_type AND r.sku = coalesce(a.sku, '')
+                   ON r.is_compute = a.is_compute
+                  AND r.charge_type IS NOT DISTINCT FROM a.charge_type AND r.sku = coalesce(a.sku, '')
                   AND r.product IS NOT DISTINCT FROM {product}
                   AND r.sub_category IS NOT DISTINCT FROM {'a.sub_category' if az else 'NULL'}
                   AND r.product_name IS NOT DISTINCT FROM {'a.product_name' if az else 'NULL'}
@@ -804,6 +860,8 @@ def _typed_lines(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext
         + ")) AS VARCHAR) FROM typed WHERE len(reasons) > 0 ORDER BY line").fetchall()]
     provider = ("'bedrock'" if cloud.name == "aws" else "'azure'" if az else
                 "CASE WHEN lower(trim(service)) IN ('gemini api', 'generative language api') THEN 'gemini' ELSE 'vertex_ai' END")
+    # a compute line's provider is the cloud, as nodes.csv names it ('aws', 'azure', 'gcp')
+    provider = f"CASE WHEN is_compute THEN {_lit(cloud.name)} ELSE {provider} END"
 
     def usd(x: str) -> str:
         return f"CASE WHEN cur = 'USD' THEN {x} ELSE CAST(round({x} * rate, 10) AS DECIMAL(38,10)) END"

@@ -107,6 +107,7 @@ def _node(row: Row) -> dict:
         "usd_per_gpu_hour": decimal_field(row, "usd_per_gpu_hour", maximum=MAX_CATALOG_USD_PER_GPU_HOUR),
         "active_from": _timestamp(row, "active_from", required=True),
         "active_to": _timestamp(row, "active_to", required=False),
+        "cloud_resource_id": _text(row, "cloud_resource_id"),
     }
     if rec["active_to"] is not None and rec["active_to"] <= rec["active_from"]:
         raise FieldError("active_to", "not after active_from")

@@ -541,6 +541,9 @@ NODES = Table(
         req("active_from", "TIMESTAMP", "naive UTC",
             in_time("active_from", NEXT_YEAR, "active from a date between 2015 and a year after the run")),
         col("active_to", "TIMESTAMP", "exclusive, naive UTC; NULL: until the end of the latest day with data"),
+        col("cloud_resource_id", "VARCHAR", "the node's resource id on the cloud invoice (AWS instance id 'i-...', "
+                                            "Azure VM ResourceId, GCP resource name), matched case-insensitively; "
+                                            "its invoice lines price its hours (NULL: the catalog price)"),
     ),
     rules=(a_at_least_b("active_to", "active_from", "active_to (exclusive) is after active_from", strict=True),),
 )
@@ -797,7 +800,10 @@ FOCUS_COSTS = Table(
 # AWS CUR 2.0, Azure cost details, GCP billing export: the AI lines of a cloud invoice (issue 25)
 CLOUDS = ("aws", "azure", "gcp")
 CHARGE_KINDS = ("usage", "commitment", "credit", "discount", "tax", "refund", "rounding", "fee", "other")
-BUCKETS = ("input", "output", "cache_read", "cache_write", "cache_write_1h", "cache_storage", "provisioned")
+BUCKETS = ("input", "output", "cache_read", "cache_write", "cache_write_1h", "cache_storage", "provisioned",
+           "instance_hours")
+# bucket of the compute lines kept to price self-hosted nodes (EC2, Azure VM, Compute Engine; issue 25 item 4)
+COMPUTE_BUCKET = "instance_hours"
 _CLOUD_KEY = (
     "cloud", "account_id", "usage_start", "usage_end", "charge_type", "pricing_model", "service", "sku", "sku_id",
     "operation", "region", "resource_id",
@@ -805,8 +811,9 @@ _CLOUD_KEY = (
 CLOUD_BILL_LINES = Table(
     "stg.cloud_bill_lines",
     "AI lines of cloud invoices: AWS Data Exports CUR 2.0 (bills/aws/), Azure Cost Management cost details "
-    "(bills/azure/), GCP Cloud Billing export (bills/gcp/); non-AI lines are counted (ops.ingested_files."
-    "rows_skipped), not kept. grain: one row per invoice line.",
+    "(bills/azure/), GCP Cloud Billing export (bills/gcp/), and the compute lines that can price a self-hosted node "
+    "(EC2 instance hours, Azure VM, Compute Engine lines with a resource id: bucket 'instance_hours'); other lines "
+    "are counted (ops.ingested_files.rows_skipped), not kept. grain: one row per invoice line.",
     (
         req("cloud", "VARCHAR", "'aws', 'azure' or 'gcp': the export it came from",
             in_set("cloud", CLOUDS, "a known cloud export")),
@@ -843,7 +850,8 @@ CLOUD_BILL_LINES = Table(
         col("credits_usd", "DECIMAL(38,10)", "GCP: the line's credits (negative), in USD"),
         col("model", "VARCHAR", "the model family the rule read, as core.cloud_model_key spells it "
                                 "('claude-sonnet-4-6', 'gpt-4o', 'gemini-2.5-pro'); NULL when unattributed"),
-        col("bucket", "VARCHAR", f"token bucket: {', '.join(BUCKETS)}; NULL for credits, tax, unattributed",
+        col("bucket", "VARCHAR", f"token bucket: {', '.join(BUCKETS)} (instance_hours: a compute line, kept to price "
+                                 "a node, not an AI line); NULL for credits, tax, unattributed",
             in_set("bucket", BUCKETS, "a known bucket")),
         col("tier", "VARCHAR", "standard, batch, priority, flex, provisioned"),
         col("deployment_type", "VARCHAR", "AWS: in_region, cross_region, cross_region_global; Azure: global, "

@@ -39,7 +39,8 @@ def test_allocated_equals_node_cost(data):
     write_settings(con, Config().settings_row())
     for i, (gpus, price, start_min, hours) in enumerate(nodes):
         a_from = START + dt.timedelta(minutes=start_min * 17)  # not hour-aligned
-        con.execute("INSERT INTO stg.nodes VALUES (1, ?, ?, 'p', 'H100', ?, 'm', NULL, ?, ?, ?)",
+        con.execute("INSERT INTO stg.nodes (file_id, line, node_id, provider, gpu_type, gpus, model, precision, "
+                    "usd_per_gpu_hour, active_from, active_to) VALUES (1, ?, ?, 'p', 'H100', ?, 'm', NULL, ?, ?, ?)",
                     [i + 2, f"n{i}", gpus, price, a_from, a_from + dt.timedelta(hours=hours)])
     for j, (node, minute, prompt, out) in enumerate(calls):
         con.execute(f"INSERT INTO stg.requests ({REQUEST_COLUMNS_18}) VALUES (2, ?, ?, ?, 'm', NULL, ?, ?, NULL, NULL, NULL, NULL, 'openai_chat', ?, 0, 0, 0, ?)",

@@ -498,6 +498,8 @@ def _cloud_formats(con):
             "claude-sonnet-4-5", "output", "batch", "in_region", False, 10_000, "research", "arn:aws:iam::111122223333:user/alice"),
         ("aws", "USE1-MP:USE1_OutputTokenCount-Units"): (
             "claude-3-5-sonnet", "output", "standard", "in_region", False, 2_000, "research", None),
+        # Parquet: an EC2 instance-hour line, kept narrow to price a node (no model, tokens, tags)
+        ("aws", "USE1-BoxUsage:p5.48xlarge"): (None, "instance_hours", None, None, None, None, None, None),
         # gzip, BOM, CRLF
         ("aws", "EUC1-Claude3.7Sonnet-cache-write-input-token-count-1-hour"): (
             "claude-3-7-sonnet", "cache_write_1h", "standard", "in_region", False, 4_000, None, None),
@@ -529,6 +531,7 @@ CASES += [
         AWS + "exports/not-a-cur.csv": Out.unreadable(None, None, "unknown format"),
         AZ + "notes.txt": Out.unreadable(None, None, "unknown format")}),
     Case("bills_cloud_currency_without_fx", "bills_cloud", {
+        # the D4s v5 line is a Virtual Machines line, but not a GPU (N-series) VM: skipped, not a compute line
         AZ + "costs/20250601-20250630/run-a/part_0_0001.csv": Out("loaded", 3, 0, 0, 2, (
             (2, "BillingCurrency", "currency EUR: no FX rate"), (3, "BillingCurrency", "currency EUR: no FX rate")),
             skipped=1)}),
@@ -546,7 +549,8 @@ CASES += [
         check=_cloud_reissued),
     Case("bills_cloud_formats", "bills_cloud", {
         AWS + "cur2-gzip/data/BILLING_PERIOD=2025-06/cur2-gzip-00001.csv.gz": Out("loaded", 3, 2, skipped=1),
-        AWS + "cur2-parquet/data/BILLING_PERIOD=2025-06/cur2-parquet-00001.snappy.parquet": Out("loaded", 3, 2, skipped=1),
+        # its EC2 p5.48xlarge line names an instance: a compute line (issue 25 item 4), loaded
+        AWS + "cur2-parquet/data/BILLING_PERIOD=2025-06/cur2-parquet-00001.snappy.parquet": Out("loaded", 3, 3),
         AZ + "mca/cost-details_2025-06.csv": Out("loaded", 2, 1, skipped=1),
         GCP + "flat/billing_2025-06.csv": Out("loaded", 3, 2, skipped=1),
         GCP + "parquet/gcp_billing_export_v1_2025-06.parquet": Out("loaded", 2, 1, skipped=1)}, check=_cloud_formats),

@@ -260,6 +260,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "scrapes": _d("Distinct scrape times in the hour", COUNT),
         "counter_resets": _d("Counter deltas of the hour that were restarts (a drop in a counter)", COUNT),
         "counter_gaps": _d("Counter deltas of the hour flagged as gaps between scrapes", COUNT),
+        "node_cost_source": _d("Where cost_usd comes from: 'invoice' (the cloud invoice's compute lines of the node's "
+                               "nodes.csv cloud_resource_id cover the hour) or 'catalog' (usd_per_gpu_hour of nodes.csv, "
+                               "else the GPU price sheet)", LABEL),
     },
     "marts.kv_thinking_share": {
         "day": _d("UTC day of the calls", DAY),

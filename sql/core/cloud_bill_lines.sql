@@ -12,6 +12,8 @@
 -- model is the family key (core.cloud_model_key, as the rules spell it: 'claude-sonnet-4-5').
 -- team: the line's [cloud] team_tag tag / label, else the team catalog/cloud_principals.csv (the
 -- newest file) gives its principal (line_item_iam_principal), else NULL.
+-- The compute lines kept to price self-hosted nodes (bucket 'instance_hours': EC2, Azure VM, Compute
+-- Engine; core.node_hours_cost reads them) are not AI lines and are not here.
 -- @kind: full
 -- @grain: one row per invoice line (file_id x line), plus one per GCP line with credits
 WITH principals AS (
@@ -24,6 +26,7 @@ lines AS (
     SELECT l.* REPLACE (coalesce(l.team, p.team) AS team)
     FROM stg.cloud_bill_lines l
     LEFT JOIN principals p ON p.principal = l.principal
+    WHERE l.bucket IS DISTINCT FROM 'instance_hours'
 ),
 shaped AS (
     SELECT file_id, line, false AS is_line_credit, cloud, provider, CAST(usage_start AS DATE) AS day,

@@ -14,7 +14,8 @@
 --   token type); SkuPriceId = price_version_id|price basis|token type (one per SKU x price version
 --   x basis, so exactly one parent SkuId); ResourceId = the model of the calls (thinktax's key).
 -- * 'self_hosted': self-hosted node time (core.node_hours_cost, priced hours only), one row per
---   node x day; cost = gpus x USD per GPU-hour x hours active; PricingQuantity = ConsumedQuantity
+--   node x day; cost = its node-hours' cost (gpus x USD per GPU-hour x hours active, or the cloud invoice's
+--   figure where its compute lines priced the hour); PricingQuantity = ConsumedQuantity
 --   in GPU-Hours; ListUnitPrice = the day's USD per GPU-hour when it had one price; ResourceId =
 --   node_id; SkuId = the GPU type.
 -- * 'api_bill': billed lines (core.billed_lines, counted lines only: a FOCUS line that repeats a

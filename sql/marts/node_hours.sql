@@ -1,7 +1,9 @@
 -- Every paid hour of every self-hosted node, with what its telemetry says and what its request logs
 -- say, so the two can be checked against each other. Hours without scrapes are still here
 -- (has_metrics false, metric columns NULL); scrapes outside the node's active hours are not.
--- Paid side (core.node_hours_cost): gpu_hours, cost_usd (NULL where no price is known) and its split
+-- Paid side (core.node_hours_cost): gpu_hours, cost_usd (NULL where no price is known; from the cloud
+--   invoice's compute lines of the node's cloud_resource_id where they cover the hour, else from the
+--   catalog price: node_cost_source 'invoice' or 'catalog') and its split
 --   on the usage basis (core.self_hosted_usage_cost): busy_seconds (union of call intervals),
 --   usage_cost_usd = the part paid by busy time, idle_cost_usd = the rest.
 -- Scrape side (Prometheus, stg.metric_samples / core.metric_deltas), each delta in the hour of the
@@ -23,7 +25,8 @@
 -- @grain: one row per node x UTC hour in which it was active (core.node_hours_cost)
 -- @halo: true
 WITH paid AS (
-    SELECT node_id, hour, day, provider, gpu_type, gpus, model, gpu_hours, active_seconds, cost_micro_usd
+    SELECT node_id, hour, day, provider, gpu_type, gpus, model, gpu_hours, active_seconds, cost_micro_usd,
+           node_cost_source
     FROM core.node_hours_cost
     WHERE core.in_build_days(day)
 ),
@@ -81,7 +84,8 @@ final AS (
            g.scrapes IS NOT NULL AS has_metrics,
            coalesce(g.scrapes, 0) AS scrapes,
            coalesce(c.counter_resets, 0) AS counter_resets,
-           coalesce(c.counter_gaps, 0) AS counter_gaps
+           coalesce(c.counter_gaps, 0) AS counter_gaps,
+           p.node_cost_source
     FROM paid p
     LEFT JOIN counters c USING (node_id, hour)
     LEFT JOIN gauges g USING (node_id, hour)
