@@ -445,21 +445,9 @@ def _nonblank(expr: str) -> str:
     return f"nullif({_trimmed(expr)}, '')"
 
 
-# The fields of the shapes added in issue 24 (Bedrock Converse, Claude's output_tokens_details,
-# OpenAI cache writes): a batch of lines none of which names any of them runs the query without
-# their expressions (each integer field costs a dozen expressions to bind, plan and run: together
-# ~15% of the query's CPU on lines that never have them). _EXTENDED_KEYS are the JSON keys whose
-# presence selects the full query; a key always appears literally in its line (a key spelled with
-# \u escapes would be read as absent, and such a line is quarantined, never mispriced).
-_EXTENDED = ("p_bc_total", "p_bc_cw_1h", "p_bc_cw_all", "p_openai_cw")
-_EXTENDED_KEYS = (b'"totalTokens"', b'"cacheDetails"', b'"cache_write_tokens"')
-
-
-def _sql(extended: bool = True) -> str:
-    ints = {k: v for k, v in _INTS.items() if extended or k not in _EXTENDED}
-    absent = [] if extended else list(_EXTENDED)
-    int_raw = ",\n           ".join([f"{expr} AS {name}_raw" for name, (expr, _) in ints.items()]
-                                    + [f"CAST(NULL AS VARCHAR) AS {name}_raw" for name in absent])
+def _sql() -> str:
+    ints = _INTS
+    int_raw = ",\n           ".join(f"{expr} AS {name}_raw" for name, (expr, _) in ints.items())
     # An integer field must be a whole number >= 0 (JSON 12 or "12"; 12.0 is accepted as 12).
     # try_cast: a number too long for BIGINT is a reject below, never a crash of the whole file.
     int_plain = ",\n           ".join(
@@ -473,10 +461,9 @@ def _sql(extended: bool = True) -> str:
         f"{name}_plain OR regexp_full_match({name}_other, '[0-9]+(\\.0+)?') AS {name}_whole" for name in ints
     )
     int_cast = ",\n           ".join(
-        [f"CASE WHEN {name}_plain THEN CAST({name}_raw AS BIGINT) WHEN {name}_whole "
-         f"THEN TRY_CAST(TRY_CAST({name}_other AS DECIMAL(38,0)) AS BIGINT) END AS {name}"
-         for name in ints]
-        + [f"CAST(NULL AS BIGINT) AS {name}" for name in absent]
+        f"CASE WHEN {name}_plain THEN CAST({name}_raw AS BIGINT) WHEN {name}_whole "
+        f"THEN TRY_CAST(TRY_CAST({name}_other AS DECIMAL(38,0)) AS BIGINT) END AS {name}"
+        for name in ints
     )
     def field(path: str) -> str:  # a literal path, or "sql:<expression>" for one that depends on the line
         return path[4:] if path.startswith("sql:") else f"'{path}'"
@@ -492,7 +479,7 @@ def _sql(extended: bool = True) -> str:
     tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TIERS.items())
     traffic_types = ", ".join(f"'{t}'" for t in _TRAFFIC)
     traffic_tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TRAFFIC.items())
-    cd_bad = _CD_BAD if extended else "CAST(NULL AS BIGINT) AS bc_cd_bad,"
+    cd_bad = _CD_BAD
     sql = _SQL.format(cd_bad=cd_bad, traffic_types=traffic_types, traffic_list=", ".join(_TRAFFIC), traffic_tier_case=traffic_tier_case, tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
     return re.sub(r"nullif\(trim\((j\.[a-z_.]+)\), ''\)", lambda m: _nonblank(m.group(1)), sql)
 
@@ -500,26 +487,10 @@ def _sql(extended: bool = True) -> str:
 _CD_BAD = """CASE WHEN j.usage.cacheDetails IS NOT NULL
                 THEN len(list_filter(j.usage.cacheDetails, lambda x: x.ttl IS NULL OR lower(trim(x.ttl)) NOT IN ('5m', '1h')
                                      OR NOT coalesce(regexp_full_match(trim(x.inputTokens), '[0-9]{1,18}'), false))) END AS bc_cd_bad,"""
+# One query for every line: gating the issue-24 fields behind a search of the file's bytes for their
+# keys (tried first) cost more in the searches (~30 ms per key per 60 MB file) than it saved in the
+# query (docs/performance.md).
 _QUERY = _sql()
-_QUERY_BASIC = _sql(extended=False)
-
-
-def has_extended_keys(data: bytes) -> bool:
-    """Does a file's text name a key of the issue-24 shapes (_EXTENDED_KEYS)? (bytes: no copy)"""
-    return any(k in data for k in _EXTENDED_KEYS)
-
-
-def _needs_extended(raw: pa.ChunkedArray | pa.Array) -> bool:
-    """Does any line name a key of the issue-24 shapes (_EXTENDED_KEYS)? A search of the lines' text
-    buffers (a byte search runs at memory speed; a buffer may hold more than its lines, which can
-    only select the full query needlessly)."""
-    for chunk in raw.chunks if isinstance(raw, pa.ChunkedArray) else [raw]:
-        data = chunk.buffers()[2]
-        if data is not None:
-            text = data.to_pybytes()
-            if any(k in text for k in _EXTENDED_KEYS):
-                return True
-    return False
 
 
 def sniff(data: bytes, name: str) -> bool:
@@ -529,41 +500,33 @@ def sniff(data: bytes, name: str) -> bool:
 
 def _lines(data: bytes) -> pa.Table:
     """(line, raw): the text split at every "\n" exactly as ``str.split("\n")`` splits it (after
-    leading BOMs; without the empty part after a final "\n"), built in Arrow from the newline
-    offsets: no Python string per line."""
+    leading BOMs; without the empty part after a final "\n"), split by Arrow's split_pattern over
+    the file as one string: no Python string per line, and no per-byte temporary array (a 60 MB
+    boolean mask and a copy cost more than the split, in page faults on every new file)."""
     while data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if not data.endswith(b"\n"):
         data += b"\n"  # ends the last line (a copy of the file, so only when it is needed)
-    # A file that ends in "\n" is read in place: str.split's empty last part is a blank line,
-    # which is not a record, so it is left out.
-    buf = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(buf == 10)
-    offsets = np.zeros(len(ends) + 1, dtype=np.int64)
-    offsets[1:] = ends + 1
-    with_newline = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(buf))
+    # the file without its final "\n" as one string, read in place: str.split's empty last part is
+    # a blank line, which is not a record, so it is left out
+    whole = pa.LargeStringArray.from_buffers(
+        1, pa.py_buffer(np.array([0, len(data) - 1], dtype=np.int64)), pa.py_buffer(data))
     try:
-        with_newline.validate(full=True)
+        whole.validate(full=True)
     except pa.ArrowInvalid:
         data.decode("utf-8")  # raises the UnicodeDecodeError that names the bad byte
         raise
-    return pa.table({
-        "line": pa.array(np.arange(1, len(ends) + 1, dtype=np.int64)),
-        "raw": pc.utf8_slice_codeunits(with_newline, 0, -1),
-    })
+    raw = pc.split_pattern(whole, "\n").flatten()
+    return pa.table({"line": pa.array(np.arange(1, len(raw) + 1, dtype=np.int64)), "raw": raw})
 
 
 def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
-    good, rejects = run_lines(_lines(data), ctx, extended=has_extended_keys(data))
+    good, rejects = run_lines(_lines(data), ctx)
     return Parsed(TABLE, good, rejects, "requests_jsonl")
 
 
-def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False,
-              extended: bool | None = None) -> tuple[pa.Table, list[Reject]]:
-    """The request query over a (line, raw) table: (good rows, rejects). ``extended``: whether a
-    line may name a key of the issue-24 shapes (None: search the lines for one)."""
-    if extended is None:
-        extended = _needs_extended(table["raw"])
+def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False) -> tuple[pa.Table, list[Reject]]:
+    """The request query over a (line, raw) table: (good rows, rejects)."""
     con = duckdb.connect()
     try:
         # rows come out in line order without an ORDER BY: the query only projects and filters one
@@ -571,7 +534,7 @@ def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False,
         con.execute("SET TimeZone = 'UTC'; SET preserve_insertion_order = true")
         con.register("lines", table)
         out = con.sql(
-            _QUERY if extended else _QUERY_BASIC,
+            _QUERY,
             params={"structure": json.dumps(_STRUCTURE), "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1)},
         ).to_arrow_table()
     finally:

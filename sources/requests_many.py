@@ -37,8 +37,7 @@ def parse_many(items: list[tuple[bytes, str]], ctx: ParseContext) -> list[Parsed
         for k, (data, _name) in enumerate(items):
             t = requests._lines(data)  # noqa: SLF001 - the same split into lines as requests.parse
             tables.append(t.set_column(0, "line", pc.add(t["line"], pa.scalar(k << _SHIFT, pa.int64()))))
-        good, rejects = requests.run_lines(pa.concat_tables(tables), ctx, allow_empty=True,
-                                           extended=any(requests.has_extended_keys(data) for data, _ in items))
+        good, rejects = requests.run_lines(pa.concat_tables(tables), ctx, allow_empty=True)
     except Exception:  # noqa: BLE001 - parse each file alone: its own error, as requests.parse gives it
         return [_one(data, name, ctx) for data, name in items]
     file_of = pc.shift_right(good["line"], pa.scalar(_SHIFT, pa.int64()))

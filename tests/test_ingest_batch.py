@@ -88,11 +88,11 @@ def test_a_failing_batch_query_falls_back_to_one_file_at_a_time(tmp_path, monkey
     _, one = _ingest(landing, tmp_path / "one.duckdb", monkeypatch, 1)
     real, batches = requests.run_lines, []
 
-    def failing_on_batches(table, ctx, allow_empty=False, extended=None):
+    def failing_on_batches(table, ctx, allow_empty=False):
         if table.num_rows and max(table["line"].to_pylist()) >= 1 << 32:  # lines of a second file
             batches.append(table.num_rows)
             raise RuntimeError("simulated failure of the batch query")
-        return real(table, ctx, allow_empty, extended)
+        return real(table, ctx, allow_empty)
 
     monkeypatch.setattr(requests_many.requests, "run_lines", failing_on_batches)
     _, many = _ingest(landing, tmp_path / "many.duckdb", monkeypatch, 64)
@@ -107,9 +107,9 @@ def test_the_registry_parser_is_batched(tmp_path, monkeypatch):
     landing = write_files(tmp_path / "landing", {f"telemetry/requests/{k:02d}.jsonl": _calls(f"r{k}-", 3) for k in range(10)})
     real, calls = requests.run_lines, []
 
-    def counted(table, ctx, allow_empty=False, extended=None):
+    def counted(table, ctx, allow_empty=False):
         calls.append(table.num_rows)
-        return real(table, ctx, allow_empty, extended)
+        return real(table, ctx, allow_empty)
 
     monkeypatch.setattr(requests_many.requests, "run_lines", counted)
     summary, tables = _ingest(landing, tmp_path / "w.duckdb", monkeypatch, 64)
