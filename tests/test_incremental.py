@@ -196,6 +196,8 @@ LLM_PRICE_READERS = {
     "marts.provisioned_usage",
     # issue 25: the cloud invoice against the calls' cost, by bucket, and its month
     "marts.invoice_reconciliation", "marts.invoice_mismatch",
+    # issue 25 item 5: a commitment's month against what its provisioned calls would have cost on demand
+    "marts.commitments",
 }
 # issue 17, calls before costs: what reads only calls and tokens reads core.calls, not core.call_costs,
 # so a new price sheet leaves it alone
