@@ -16,7 +16,10 @@ was: team ``platform`` runs Claude 3.7 Sonnet on Amazon Bedrock (Converse respon
 returning the Anthropic body with ``output_tokens_details.thinking_tokens``); team ``analytics``
 runs Gemini 2.5 Pro on Vertex AI from 2026-07-24 (the sheet that prices it), a third of it on
 provisioned throughput (``trafficType`` PROVISIONED_THROUGHPUT); team ``ops`` calls o4-mini through
-an Azure OpenAI deployment named ``ops-o4mini-eu``, mapped in ``catalog/endpoints.csv``.
+an Azure OpenAI deployment named ``ops-o4mini-eu``, mapped in ``catalog/endpoints.csv``. A
+``catalog/commitments.csv`` offers one unit of Vertex AI provisioned throughput for Gemini 2.5 Pro
+at an illustrative $2.50 per unit-hour (not a published rate), so ``marts.buying_options`` and the
+report show on demand, provisioned and self-hosted side by side.
 
 Every per-call column is drawn with numpy in one vectorised pass and written with polars
 (one file per gateway and day); no per-call Python loop.
@@ -392,6 +395,14 @@ def write_landing(landing: Path, spec: DemoSpec = DemoSpec()) -> dict[str, int]:
         for (gateway, day), part in cloud_calls.sort("epoch").group_by(["gateway", "day"], maintain_order=True):
             _cloud_records(part, gateway).write_ndjson(req / f"{gateway}__{day}.jsonl")
             files += 1
+        # an offer not yet bought, for marts.commitments / marts.buying_options: one unit of Vertex AI
+        # provisioned throughput for Gemini 2.5 Pro from August, one-month term. The price is
+        # illustrative (a round figure, not a published Google rate): the demo shows the three ways
+        # to buy side by side, not Google's price list.
+        (landing / "catalog" / "commitments.csv").write_text(
+            "provider,model,units,usd_per_unit_hour,commit_months,start,end,note\n"
+            "vertex_ai,gemini-2.5-pro,1,2.50,1,2026-08-01,,illustrative offer (not a published rate)\n"
+        )
     else:
         (landing / "catalog" / "endpoints.csv").unlink()
     # Real logs are not perfect: a truncated line and a call whose reasoning exceeds its completion.
