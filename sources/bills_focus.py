@@ -1,4 +1,8 @@
-"""FOCUS 1.x cost and usage exports as CSV (``landing/bills/focus/``) -> ``stg.focus_costs``.
+"""FOCUS 1.x cost and usage exports as CSV or Parquet (``landing/bills/focus/``) -> ``stg.focus_costs``.
+
+Parquet (as AWS Data Exports and Azure Cost Management write FOCUS): every column is read as the
+text a CSV would hold (times as ISO 8601 UTC, nested Tags as JSON) and goes through the same typing
+and row checks; a row's line is its row number.
 
 Tolerant of what real exports do: a UTF-8 BOM, CRLF, blank lines between records, quoted
 fields with newlines, the literal ``null`` for an empty value, money written ``"$10,000.00 "``,
@@ -20,13 +24,16 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
 import re
 from decimal import Decimal
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from sources import contract
 from sources.base import ParseContext, Parsed, Reject, SourceFormatError, head_text, rate_decimal
@@ -244,6 +251,18 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     if len(rec_lines) != table.num_rows:
         raise SourceFormatError(f"CSV reader saw {table.num_rows} records, line scan {len(rec_lines)}")
 
+    def raw_of(row: int) -> str:
+        return _record_text(data, int(rec_starts[row]), int(rec_stops[row]))
+
+    return _typed(table, found, unmapped, rec_lines, raw_of, rejects, ctx, fmt="focus_csv",
+                  header_line=int(lines[0]), records=table.num_rows + len(invalid))
+
+
+def _typed(table: pa.Table, found: dict[str, str], unmapped: list[str], rec_lines: np.ndarray,
+           raw_of, rejects: list[Reject], ctx: ParseContext, *, fmt: str,  # noqa: ANN001
+           header_line: int | None, records: int) -> Parsed:
+    """The rows of a FOCUS table read as text (every column a string), each with its line (CSV:
+    physical line; Parquet: row number), typed, checked and converted to USD."""
     df = pl.from_arrow(table)
     assert isinstance(df, pl.DataFrame)
     n = df.height
@@ -322,8 +341,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
                 value = text.get_column(focus)[int(row)] if focus in text.columns else None
                 reasons.append(template.format(field=field, value=value, currency=cur[int(row)]))
                 first = first or field
-        raw = _record_text(data, int(rec_starts[row]), int(rec_stops[row]))[:2000]
-        rejects.append(Reject(int(rec_lines[row]), first, "; ".join(reasons), raw))
+        rejects.append(Reject(int(rec_lines[row]), first, "; ".join(reasons), raw_of(int(row))[:2000]))
     good = out.filter(~any_bad)
 
     # 6. Money to USD (USD rows keep their exact value), and the occurrence of each key.
@@ -340,15 +358,15 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     rows = good.select([f.name for f in SCHEMA]).to_arrow().cast(SCHEMA)
     rejects.sort(key=lambda r: r.line or 0)
     meta = {
-        "header_line": int(lines[0]),
-        "records": n + len(invalid),
+        "header_line": header_line,
+        "records": records,
         "unmapped_columns": unmapped,
         "currencies": currencies,
     }
     if assumed_usd:
         meta["assumed_billing_currency"] = "USD"
         meta["warnings"] = ["no BillingCurrency column: amounts taken as USD"]
-    return Parsed(table=TABLE, rows=rows, rejects=rejects, format="focus_csv", meta=meta)
+    return Parsed(table=TABLE, rows=rows, rejects=rejects, format=fmt, meta=meta)
 
 
 def _decimal_series(given: pl.Series) -> pl.Series:
@@ -378,4 +396,85 @@ def _polars_type(kind: str) -> pl.DataType:
     return {"text": pl.String(), "money": DEC, "quantity": DEC, "time": pl.Datetime("us")}[kind]
 
 
-SPECS = [SourceSpec("bills/focus", "focus_csv", sniff, parse, TABLE)]
+# --- Parquet (the clouds' FOCUS exports: AWS Data Exports and Azure Cost Management write Parquet) ---
+
+
+def sniff_parquet(data: bytes, name: str) -> bool:
+    """A Parquet file (its magic bytes; the ingest passes the first 64 KiB of a file read by path).
+    Given a whole file, its schema must also name BilledCost and a period start; a Parquet file in
+    bills/focus/ that is no FOCUS export fails its parse with the missing columns named."""
+    if data[:4] != b"PAR1":
+        return False
+    if data[-4:] != b"PAR1":
+        return True
+    try:
+        names = {n.lower() for n in pq.read_schema(pa.BufferReader(data)).names}
+    except (pa.ArrowInvalid, OSError):
+        return True
+    return "billedcost" in names and ("chargeperiodstart" in names or "billingperiodstart" in names)
+
+
+def _as_text(name: str, typ: pa.DataType) -> str:
+    """DuckDB SQL that reads one Parquet column as the text a FOCUS CSV would hold: times as ISO 8601
+    in UTC (a zone-less timestamp is taken as UTC), nested values (Tags as a map or struct) as JSON."""
+    col = '"' + name.replace('"', '""') + '"'
+    if pa.types.is_timestamp(typ):
+        utc = f"timezone('UTC', {col})" if typ.tz else col
+        return f"strftime({utc}, '%Y-%m-%dT%H:%M:%S.%fZ')"
+    if pa.types.is_date(typ):
+        return f"strftime({col}, '%Y-%m-%d')"
+    if pa.types.is_nested(typ):
+        return f"CAST(to_json({col}) AS VARCHAR)"
+    if pa.types.is_floating(typ):  # no '1e-07': the DECIMAL(38,10) staging holds 10 places anyway
+        return (f"CASE WHEN TRY_CAST({col} AS DECIMAL(38,10)) IS NOT NULL THEN CAST(CAST({col} AS DECIMAL(38,10)) AS VARCHAR) "
+                f"ELSE CAST({col} AS VARCHAR) END")
+    return f"CAST({col} AS VARCHAR)"
+
+
+def parse_parquet(data: bytes, name: str, ctx: ParseContext) -> Parsed:
+    """A FOCUS export as Parquet: every column read as text by DuckDB (typed columns print exactly:
+    DECIMAL as written, DOUBLE through DECIMAL(38,10)), then the same typing and checks as the CSV.
+    A row's line is its 1-based row number in the file."""
+    return _parse_parquet_source(pa.BufferReader(data), ctx)
+
+
+def parse_parquet_path(path: Path, name: str, ctx: ParseContext) -> Parsed:
+    """``parse_parquet`` of a file read by path (the ingest never decodes Parquet as text)."""
+    return _parse_parquet_source(str(path), ctx)
+
+
+def _parse_parquet_source(source, ctx: ParseContext) -> Parsed:  # noqa: ANN001
+    import duckdb  # noqa: PLC0415
+
+    try:
+        table = pq.read_table(source)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise SourceFormatError(f"unreadable Parquet: {exc}") from None
+    header = table.column_names
+    if len(set(header)) != len(header):
+        raise SourceFormatError(f"duplicate column names {sorted({h for h in header if header.count(h) > 1})}")
+    found, unmapped = _header_map(header)
+    missing = [c for c in REQUIRED if c not in found]
+    if missing:
+        raise SourceFormatError(f"not a FOCUS export: no column {', '.join(missing)}")
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("focus", table)
+        select = ", ".join(f"{_as_text(f.name, f.type)} AS \"{f.name.replace(chr(34), chr(34) * 2)}\""
+                           for f in table.schema)
+        text = con.sql(f"SELECT {select} FROM focus").to_arrow_table()
+    finally:
+        con.close()
+    text = text.cast(pa.schema([pa.field(h, pa.string()) for h in header]))
+    lines = np.arange(1, text.num_rows + 1, dtype=np.int64)
+
+    def raw_of(row: int) -> str:  # the row as JSON text, for its reject only
+        return json.dumps({h: v for h, v in text.slice(row, 1).to_pylist()[0].items()}, default=str)
+
+    return _typed(text, found, unmapped, lines, raw_of, [], ctx, fmt="focus_parquet", header_line=None,
+                  records=text.num_rows)
+
+
+SPECS = [SourceSpec("bills/focus", "focus_csv", sniff, parse, TABLE),
+         SourceSpec("bills/focus", "focus_parquet", sniff_parquet, parse_parquet, TABLE, parse_path=parse_parquet_path)]

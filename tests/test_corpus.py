@@ -206,6 +206,16 @@ def _focus(con):
     assert q(con, "SELECT count(*) FROM stg.focus_costs") == [(6,)]
 
 
+def _focus_parquet(con):
+    # the Parquet rows as written: $0.30 + $1.50 billed, 100 K tokens each, Tags JSON from the MAP
+    assert q(con, "SELECT sum(billed_cost_usd), sum(list_cost_usd), sum(pricing_quantity) FROM stg.focus_costs "
+                  "WHERE provider_name = 'AWS'") == [(Decimal("1.8"), Decimal("1.8"), Decimal("200"))]
+    assert q(con, "SELECT DISTINCT tags_json, charge_period_start FROM stg.focus_costs WHERE provider_name = 'AWS'") == [
+        ('{"team":"search"}', dt.datetime(2025, 6, 3))]
+    assert q(con, "SELECT format, count(*) FROM ops.ingested_files GROUP BY ALL ORDER BY 1") == [
+        ("focus_csv", 1), ("focus_parquet", 1)]
+
+
 # --------------------------------------------------------------------------------- the cases
 
 REQ = "telemetry/requests/"
@@ -385,6 +395,12 @@ CASES = [
         "bills/focus/llm_api_2025-06-02_03.csv": Out("loaded", 4, 2, 2),
         "bills/focus/llm_api_2025-06-02_amended.csv": Out("loaded", 2, 0, 1, 1, ((2, None, "conflicting_duplicate"),))},
          check=_focus),
+    Case("bills_focus_parquet", "bills_focus", {
+        # a FOCUS export as AWS Data Exports writes it (Parquet, typed columns, Tags a MAP) beside a CSV
+        "bills/focus/aws-focus/data/BILLING_PERIOD=2025-06/aws-focus-00001.snappy.parquet": Out("loaded", 3, 2, 0, 1, (
+            (3, "ChargePeriodEnd", "ChargePeriodEnd is before ChargePeriodStart"),)),
+        "bills/focus/llm_api_2025-06-01_02.csv": Out("loaded", 5, 4, 0, 1, ((7, "BilledCost", "not a number: 'n/a'"),))},
+         check=_focus_parquet),
     # ---- Prometheus scrapes (sources/prometheus.py)
     Case("prom_counter_reset_out_of_order", "prometheus", {
         MET + "1-synced-first/gpu-a__2025-07-01T10-10-00Z.prom": Out("loaded", 3, 3),

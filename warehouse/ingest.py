@@ -398,7 +398,10 @@ class Ingestor:
             return FileResult(rel, "already_ingested")
         folder = folder_of(rel, folders)
         path_specs = [s for s in self.specs if s.folder == folder and s.parse_path is not None] if folder else []
-        if path_specs:
+        # a folder of path parsers only (cloud invoices) reads every file by path; a mixed folder
+        # (bills/focus: CSV in memory, Parquet by path) only the files a path parser recognises
+        if path_specs and (all(s.parse_path is not None for s in self.specs if s.folder == folder)
+                           or any(s.sniff(_head(path), rel) for s in path_specs)):
             return self._ingest_by_path(path, rel, folder, path_specs, before)
         raw = path.read_bytes()
         sha = hashlib.sha256(raw).hexdigest()

@@ -234,4 +234,5 @@ def test_sniff_takes_focus_headers_only():
     assert bf.sniff(b"\xef\xbb\xbfBilledCost,ChargePeriodStart,ChargePeriodEnd\r\n", "a.csv")
     assert not bf.sniff(b"provider,model,input_usd_per_mtok\n", "prices.csv")
     assert not bf.sniff(b'{"data": []}', "x.json")
-    assert [s.folder for s in bf.SPECS] == ["bills/focus"]
+    assert [s.folder for s in bf.SPECS] == ["bills/focus", "bills/focus"]
+    assert [s.format for s in bf.SPECS] == ["focus_csv", "focus_parquet"]  # Parquet: tests/sources/test_bills_focus_parquet.py

@@ -362,11 +362,16 @@ class SparkIngest:
         # refuse them before anything is appended, rather than load them wrong
         from sources.registry import all_specs  # noqa: PLC0415
 
-        path_folders = sorted({s.folder for s in all_specs() if getattr(s, "parse_path", None) is not None})
-        by_path = [r for r in sorted(cand_rels) if folder_of(r, path_folders) is not None]
+        # (and FOCUS exports as Parquet, bills/focus/*.parquet, read by path too; FOCUS CSV is read here)
+        specs = all_specs()
+        path_folders = sorted({s.folder for s in specs if getattr(s, "parse_path", None) is not None})
+        path_only = [f for f in path_folders if all(getattr(s, "parse_path", None) is not None for s in specs if s.folder == f)]
+        by_path = [r for r in sorted(cand_rels) if folder_of(r, path_only) is not None
+                   or (folder_of(r, path_folders) is not None and r.lower().endswith(".parquet"))]
         if by_path:
             raise SourceFormatError(
-                f"{len(by_path)} cloud invoice file(s) ({', '.join(by_path[:3])}{', ...' if len(by_path) > 3 else ''}) "
+                f"{len(by_path)} file(s) read by path, cloud invoices or FOCUS Parquet "
+                f"({', '.join(by_path[:3])}{', ...' if len(by_path) > 3 else ''}) "
                 f"in {', '.join(path_folders)} are read by the DuckDB ingest only: run with [engine] ingest = \"duckdb\" "
                 "(thinktax.toml) or without --engine spark; nothing was ingested")
         skipped = [FileResult(r, "already_ingested") for r in sorted(all_rels) if r not in cand_rels]
