@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -196,10 +197,13 @@ def test_spark_ingest_equals_the_duckdb_ingest_on_the_whole_bad_input_corpus(spa
     from warehouse.spark.ingest import SparkIngest  # noqa: PLC0415
 
     landing = tmp_path / "landing"
-    # the cloud invoices (bills/aws|azure|gcp, issue 25) are read by the DuckDB ingest only: the Spark ingest
-    # refuses them (test below)
-    cases = sorted(p for p in (REPO / "tests" / "corpus").iterdir()
-                   if p.is_dir() and not any(d.is_dir() for d in (p / "bills" / c for c in ("aws", "azure", "gcp"))))
+    # the cloud invoices (bills/aws|azure|gcp, issue 25) and FOCUS Parquet in bills/focus are read by the DuckDB
+    # ingest only: the Spark ingest refuses them (test below)
+    def duckdb_only(case: Path) -> bool:
+        return (any((case / "bills" / c).is_dir() for c in ("aws", "azure", "gcp"))
+                or any(f.read_bytes()[:4] == b"PAR1" for f in (case / "bills" / "focus").rglob("*") if f.is_file()))
+
+    cases = sorted(p for p in (REPO / "tests" / "corpus").iterdir() if p.is_dir() and not duckdb_only(p))
     for case in cases:
         for f in case.rglob("*"):
             if f.is_file():
@@ -230,14 +234,16 @@ def test_spark_ingest_equals_the_duckdb_ingest_on_the_whole_bad_input_corpus(spa
     con.close()
 
 
-def test_the_spark_ingest_refuses_cloud_invoices_before_loading_anything(spark, tmp_path):
+@pytest.mark.parametrize("case_name", ["bills_cloud_negative_usage", "bills_focus_parquet"])
+def test_the_spark_ingest_refuses_cloud_invoices_before_loading_anything(spark, tmp_path, case_name):
     """A cloud invoice (bills/aws, read by path with DuckDB's readers, its non-AI lines counted as skipped)
-    is refused by the Spark ingest with the fix named, and nothing of the landing is ingested."""
+    or a FOCUS export as Parquet (bills/focus, read by path) is refused by the Spark ingest with the fix
+    named, and nothing of the landing is ingested."""
     from sources.base import SourceFormatError  # noqa: PLC0415
     from warehouse.spark.ingest import SparkIngest  # noqa: PLC0415
 
     landing = tmp_path / "landing"
-    case = REPO / "tests" / "corpus" / "bills_cloud_negative_usage"
+    case = REPO / "tests" / "corpus" / case_name
     for f in case.rglob("*"):
         if f.is_file():
             dest = landing / f.relative_to(case)
