@@ -5,6 +5,8 @@ After the marts are built, for every reasoning model bought through an API:
     window      = the trailing ``window_days`` UTC days ending with the latest day of calls
                   (or ``--as-of DAY``)
     per month   = window spend x hours_per_month / (24 x window_days)
+                  (spend at the cloud invoice's net rate where one shows it, as
+                  ``marts.self_host_breakeven.api_spend_usd``; else at list)
                   e.g. $240 over 30 days at 730 h/month: 240 x 730 / 720 = $243.33/month
     threshold   = the monthly cost of the model's cheapest feasible deployment
                   (``marts.self_host_breakeven``: verdict <> 'infeasible', newest month up to the
@@ -170,15 +172,21 @@ def post_json(url: str, payload: dict, timeout_s: float = POST_TIMEOUT_S) -> str
 
 # -- reading the warehouse -------------------------------------------------------------------
 
+# API spend per provider x model x day, at the invoice's net rate where a cloud invoice shows one
+# (warehouse/economics.py net_rate_sql), as marts.self_host_breakeven compares it
+_API_DAYS_SQL = """
+    SELECT provider, model, day, sum(cost_usd) AS cost_usd, bool_or(thinking_tokens > 0) AS thinks
+    FROM core.call_costs WHERE serving = 'api' GROUP BY ALL
+"""
 _SPEND_SQL = """
 WITH api AS (
-    SELECT model, day, cost_usd, thinking_tokens FROM core.call_costs WHERE serving = 'api'
+    SELECT model, day, net_cost_usd AS cost_usd, thinks FROM ({api_days})
 ),
 catalog AS (
     SELECT model_key, bool_or(reasoning) AS reasoning FROM core.dim_models GROUP BY model_key
 ),
 models AS (
-    SELECT api.model, coalesce(any_value(catalog.reasoning), bool_or(api.thinking_tokens > 0)) AS reasoning
+    SELECT api.model, coalesce(any_value(catalog.reasoning), bool_or(api.thinks)) AS reasoning
     FROM api LEFT JOIN catalog ON catalog.model_key = api.model
     GROUP BY api.model
 ),
@@ -221,7 +229,9 @@ def window_end(con: duckdb.DuckDBPyConnection, as_of: dt.date | None) -> dt.date
 
 def reasoning_spend(con: duckdb.DuckDBPyConnection, start: dt.date, end: dt.date) -> dict[str, Decimal]:
     """API spend per reasoning model (model key) over [start, end]; 0 for models without calls in it."""
-    rows = con.execute(_SPEND_SQL, {"start": start, "end": end}).fetchall()
+    from warehouse.economics import net_rate_sql  # noqa: PLC0415 - the alert alone needs no economics at import
+
+    rows = con.execute(_SPEND_SQL.format(api_days=net_rate_sql(con, _API_DAYS_SQL)), {"start": start, "end": end}).fetchall()
     return {m: Decimal(v) for m, v in rows}
 
 

@@ -30,6 +30,10 @@ COUNT = "count"
 DAY = "date (UTC day)"
 TS = "timestamp (naive UTC)"
 LABEL = "none (label)"
+# the basis of the API spend the break-even and forecast marts use (issue 25 item 3, warehouse/economics.py)
+API_PRICE_BASIS = ("'invoice_net': every provider's calls took the cloud invoice's net rate (marts.effective_rates.net_to_list "
+                   "of the month, else of the latest earlier invoice month); 'partly_invoice_net': some did; 'list': none "
+                   "(no cloud invoice for the model, or calls before the first invoice month)")
 FRACTION = "fraction 0-1"
 BOOL = "boolean"
 
@@ -214,7 +218,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "gpus": _d("GPUs in one deployment", COUNT),
         "precision": _d("Weight precision of the deployment ('bf16', 'fp8', 'int4')", LABEL),
         "api_calls": _d("Priced API calls of the model in the month", COUNT),
-        "api_spend_usd": _d("API spend on the model in the month", USD),
+        "api_spend_usd": _d("API spend on the model in the month: at the cloud invoice's net rate where one shows it "
+                            "(marts.effective_rates.net_to_list, see api_price_basis), else at list", USD),
         "api_cost_per_call_usd": _d("api_spend_usd / api_calls: the observed API cost of one call", "USD per call"),
         "usd_per_gpu_hour": _d("GPU price used (see usd_per_gpu_hour_source)", "USD per GPU-hour"),
         "usd_per_gpu_hour_source": _d("'deployment' (deployments.csv) or 'gpu_price_sheet' (cheapest on-demand price in force)", LABEL),
@@ -232,6 +237,8 @@ COLUMNS: dict[str, dict[str, str]] = {
                           "in the month (negative: it would cost more; NULL if infeasible)", USD),
         "fits": _d("True when the weights and the KV cache of at least one p95 call fit the deployment's GPU memory", BOOL),
         "verdict": _d("'self_host' (fits and cheaper at the observed volume), 'stay_on_api', or 'infeasible' (does not fit)", LABEL),
+        "api_spend_list_usd": _d("The same calls at list price (core.call_costs.cost_usd)", USD),
+        "api_price_basis": _d(API_PRICE_BASIS, LABEL),
     },
     "marts.node_hours": {
         "node_id": _d("Self-hosted node (nodes.csv)", LABEL),
@@ -598,6 +605,7 @@ COLUMNS.update({
         "interval_scale95": _d("The same for the 95 % interval (at least interval_scale80 x 1.2816 / 1.96)", "ratio"),
         "runner_up_method": _d("The candidate with the second-lowest backtest MAPE (NULL: none)", LABEL),
         "runner_up_mape_pct": _d("Its backtest MAPE", "percent"),
+        "api_price_basis": _d(API_PRICE_BASIS + "; NULL for self-hosted spend", LABEL),
     },
     "marts.deployment_offers": {
         "deployment": _d("Candidate self-host set-up (deployments.csv)", LABEL),
@@ -646,7 +654,8 @@ COLUMNS.update({
         "gpus": _d("GPUs in one deployment", COUNT),
         "precision": _d("Weight precision", LABEL),
         "api_calls": _d("Priced API calls of from_model in the month", COUNT),
-        "api_spend_usd": _d("API spend on from_model in the month (what moving would stop paying)", USD),
+        "api_spend_usd": _d("API spend on from_model in the month (what moving would stop paying), at the cloud "
+                            "invoice's net rate where one shows it (api_price_basis)", USD),
         "api_cost_per_call_usd": _d("api_spend_usd / api_calls", "USD per call"),
         "usd_per_gpu_hour": _d("GPU price used", "USD per GPU-hour"),
         "usd_per_gpu_hour_source": _d("'deployment' or 'gpu_price_sheet'", LABEL),
@@ -660,6 +669,8 @@ COLUMNS.update({
         "savings_usd": _d("api_spend_usd - deployments_needed x self_host_usd_per_month (NULL if infeasible)", USD),
         "fits": _d("True when a scaled p95 call fits the deployment", BOOL),
         "verdict": _d("'self_host', 'stay_on_api' or 'infeasible'", LABEL),
+        "api_spend_list_usd": _d("The same calls at list price (core.call_costs.cost_usd)", USD),
+        "api_price_basis": _d(API_PRICE_BASIS, LABEL),
     },
     "marts.breakeven_outlook": {
         "model": _d("Reasoning model bought through an API (the traffic)", LABEL),
@@ -682,6 +693,7 @@ COLUMNS.update({
         "last_full_month_api_spend_usd": _d("API spend on the model in last_full_month", USD),
         "thinking_ratio": _d("Thinking token scaling (1 for the model itself)", "ratio"),
         "output_ratio": _d("Output token scaling (1 for the model itself)", "ratio"),
+        "api_price_basis": _d(API_PRICE_BASIS + " (of the model's spend forecast, else of its last full month)", LABEL),
     },
     "marts.budget_outlook": {
         "team": _d("Team (budgets.csv)", LABEL),
@@ -830,6 +842,11 @@ COLUMNS.update({
         "effective_discount": _d("1 - net_usd / list_usd", FRACTION),
         "tokens": _d("Tokens the month's usage lines bill", TOKENS),
         "net_usd_per_mtok": _d("net_usd per million invoice tokens", "USD per 1M tokens"),
+        "account_adjust_usd": _d("The model's share of the month's credits, discounts and refunds that name no model "
+                                 "(the model NULL row's net_usd - list_usd), by its share of the provider-month's "
+                                 "list_usd; NULL on the model NULL row", USD),
+        "net_to_list": _d("(net_usd + account_adjust_usd) / list_usd: what one list-price dollar of the model cost "
+                          "that month; the break-even and forecast marts multiply the calls' list cost by it", "ratio"),
     },
     "marts.unattributed_invoice_lines": {
         "day": _d("UTC day of the usage", DAY),

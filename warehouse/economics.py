@@ -38,6 +38,14 @@ half-even); ``breakeven_calls_per_month`` is computed from the unrounded cost pe
 counts of calls are integers: ``capacity_calls_per_month`` rounded down (a deployment cannot
 serve part of a call), ``breakeven_calls_per_month`` rounded up (the first whole volume at which
 self-hosting costs no more than the API).
+
+The API spend is at the invoice's net rate where a cloud invoice shows one (issue 25 item 3,
+``net_rate_sql``): each provider's calls of a model family take ``marts.effective_rates.net_to_list``
+of their month, else of the latest earlier invoice month (a month's invoice arrives after it
+ends: the running month and the forecast keep the last rate seen); calls before the first
+invoice month and providers without a cloud invoice stay at list. ``api_spend_list_usd`` keeps the
+list figure and ``api_price_basis`` says which it is: ``'invoice_net'`` (every provider's calls of
+the model-month took an invoice rate), ``'partly_invoice_net'`` or ``'list'``.
 """
 
 from __future__ import annotations
@@ -89,7 +97,8 @@ SELF_HOST_BREAKEVEN_SCHEMA = pa.schema([
     ("capacity_calls_per_month", pa.int64()), ("deployments_needed", pa.int64()),
     ("breakeven_calls_per_month", pa.int64()), ("breakeven_api_spend_usd", USD6),
     ("breakeven_within_capacity", pa.bool_()), ("savings_usd", USD6),
-    ("fits", pa.bool_()), ("verdict", pa.string()), ("offer", pa.string()), ("build_id", pa.string()),
+    ("fits", pa.bool_()), ("verdict", pa.string()), ("offer", pa.string()),
+    ("api_spend_list_usd", USD6), ("api_price_basis", pa.string()), ("build_id", pa.string()),
 ])
 
 
@@ -238,12 +247,52 @@ def call_profiles(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, dt.date], d
     return out
 
 
-def api_months(con: duckdb.DuckDBPyConnection) -> list[tuple[str, dt.date, int, Decimal]]:
-    """``(model_key, month, priced API calls, their spend)`` per month, from core.call_costs."""
-    return con.execute(
-        "SELECT model, CAST(date_trunc('month', day) AS DATE) AS month, count(*) AS api_calls, sum(cost_usd) AS api_spend_usd "
-        "FROM core.call_costs WHERE serving = 'api' AND cost_usd IS NOT NULL GROUP BY ALL ORDER BY ALL"
-    ).fetchall()
+def _has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    schema, name = table.split(".")
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+                            [schema, name]).fetchall()[0][0])
+
+
+def net_rate_sql(con: duckdb.DuckDBPyConnection, source: str) -> str:
+    """``source`` (SQL with the columns ``provider``, ``model``, ``day``, ``cost_usd``: list-price API
+    spend) with ``net_to_list`` (NULL: no invoice rate), ``rate_month`` (the invoice month whose rate
+    was taken) and ``net_cost_usd`` (= cost_usd x net_to_list, else cost_usd) appended. The rate of
+    a row is ``marts.effective_rates.net_to_list`` of its provider (core.provider_key), model family
+    (core.cloud_model_key) and month, else of the latest earlier month with one (the module doc).
+    A row whose provider is NULL (self-hosted spend) takes none."""
+    if not (_has_table(con, "marts.effective_rates")
+            and "net_to_list" in {r[0] for r in con.execute("DESCRIBE marts.effective_rates").fetchall()}):
+        return (f"SELECT s.*, CAST(NULL AS DECIMAL(18,10)) AS net_to_list, CAST(NULL AS DATE) AS rate_month, "
+                f"s.cost_usd AS net_cost_usd FROM ({source}) s")
+    return f"""
+        WITH s AS (
+            SELECT *, core.provider_key(provider) AS _rate_provider, core.cloud_model_key(model) AS _rate_model,
+                   CAST(date_trunc('month', day) AS DATE) AS _rate_day
+            FROM ({source})
+        ),
+        r AS (
+            SELECT provider, model, month, net_to_list FROM marts.effective_rates
+            WHERE model IS NOT NULL AND net_to_list IS NOT NULL
+        )
+        SELECT s.* EXCLUDE (_rate_provider, _rate_model, _rate_day), r.net_to_list, r.month AS rate_month,
+               CASE WHEN r.net_to_list IS NULL THEN CAST(s.cost_usd AS DECIMAL(38,10))
+                    ELSE CAST(round(s.cost_usd * r.net_to_list, 10) AS DECIMAL(38,10)) END AS net_cost_usd
+        FROM s ASOF LEFT JOIN r
+          ON r.provider = s._rate_provider AND r.model = s._rate_model AND r.month <= s._rate_day"""
+
+
+def api_months(con: duckdb.DuckDBPyConnection) -> list[tuple[str, dt.date, int, Decimal, Decimal, str]]:
+    """``(model_key, month, priced API calls, their spend at the invoice's net rate where there is one,
+    their spend at list, api_price_basis)`` per month, from core.call_costs (module doc)."""
+    per_provider = ("SELECT provider, model, CAST(date_trunc('month', day) AS DATE) AS day, count(*) AS calls, "
+                    "sum(cost_usd) AS cost_usd FROM core.call_costs WHERE serving = 'api' AND cost_usd IS NOT NULL "
+                    "GROUP BY ALL")
+    return con.execute(f"""
+        SELECT model, day AS month, sum(calls) AS api_calls, sum(net_cost_usd) AS api_spend_usd,
+               sum(cost_usd) AS api_spend_list_usd,
+               CASE WHEN count(net_to_list) = 0 THEN 'list' WHEN count(net_to_list) = count(*) THEN 'invoice_net'
+                    ELSE 'partly_invoice_net' END AS api_price_basis
+        FROM ({net_rate_sql(con, per_provider)}) GROUP BY ALL ORDER BY ALL""").fetchall()
 
 
 # --------------------------------------------------------------------------- the marts
@@ -283,16 +332,16 @@ def gpu_sizing_rows(cands: Iterable[Candidate], profiles: dict[tuple[str, dt.dat
 def self_host_breakeven_rows(
     cands: Iterable[Candidate],
     profiles: dict[tuple[str, dt.date], dict[str, CallProfile]],
-    months: list[tuple[str, dt.date, int, Decimal]],
+    months: list[tuple[str, dt.date, int, Decimal, Decimal, str]],
     prices: dict[tuple[str, str], tuple[Decimal, str]],
     hours_per_month: Decimal,
     build_id: str | None,
     skipped: list[str],
 ) -> list[dict[str, Any]]:
     """One row per month with priced API calls x deployment of that model (module docstring)."""
-    by_model: dict[str, list[tuple[dt.date, int, Decimal]]] = {}
-    for model_key, month, calls, spend in months:
-        by_model.setdefault(model_key, []).append((month, int(calls), Decimal(spend)))
+    by_model: dict[str, list[tuple[dt.date, int, Decimal, Decimal, str]]] = {}
+    for model_key, month, calls, spend, list_spend, basis in months:
+        by_model.setdefault(model_key, []).append((month, int(calls), Decimal(spend), Decimal(list_spend), basis))
     rows: list[dict[str, Any]] = []
     for c in cands:
         d = c.setup
@@ -308,7 +357,7 @@ def self_host_breakeven_rows(
                            f"for ({c.provider}, {d.gpu.name}) in the GPU price sheets")
             continue
         monthly = self_host_usd_per_month(d.gpus, Decimal(price), hours_per_month)
-        for month, calls, spend in by_model[c.model_key]:
+        for month, calls, spend, list_spend, basis in by_model[c.model_key]:
             prof = profiles[(c.model_key, month)]
             fits = size(c.spec, d, prof["p95"]).fits
             if c.calls_per_minute is not None:
@@ -334,7 +383,8 @@ def self_host_breakeven_rows(
                 "breakeven_api_spend_usd": None if b.breakeven_api_spend_usd is None else quantize_usd(b.breakeven_api_spend_usd),
                 "breakeven_within_capacity": b.breakeven_within_capacity,
                 "savings_usd": None if b.savings_usd is None else quantize_usd(b.savings_usd),
-                "fits": fits, "verdict": b.verdict, "offer": offer, "build_id": build_id,
+                "fits": fits, "verdict": b.verdict, "offer": offer,
+                "api_spend_list_usd": quantize_usd(list_spend), "api_price_basis": basis, "build_id": build_id,
             })
     return rows
 

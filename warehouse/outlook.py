@@ -54,7 +54,7 @@ from models.spec import CallProfile
 from models.throughput import estimate_throughput
 from warehouse.economics import (
     USD6, Built, Candidate, _finish, _gpu_key, _records, _settings, _write, api_months, call_profiles, candidates,
-    hosts, offer_label, offers,
+    hosts, net_rate_sql, offer_label, offers,
 )
 
 SPEND_FORECAST = "marts.spend_forecast"
@@ -80,7 +80,7 @@ SPEND_FORECAST_SCHEMA = pa.schema([
     ("backtest_coverage80", pa.float64()), ("backtest_coverage95", pa.float64()),
     ("interval_scale80", pa.float64()), ("interval_scale95", pa.float64()),
     ("runner_up_method", pa.string()), ("runner_up_mape_pct", pa.float64()),
-    ("build_id", pa.string()),
+    ("api_price_basis", pa.string()), ("build_id", pa.string()),
 ])
 DEPLOYMENT_OFFERS_SCHEMA = pa.schema([
     ("deployment", pa.string()), ("model", pa.string()), ("gpu_type", pa.string()), ("gpus", pa.int32()),
@@ -106,7 +106,8 @@ SUBSTITUTION_BREAKEVEN_SCHEMA = pa.schema([
     ("self_host_usd_per_month", USD6), ("calls_per_minute", pa.float64()),
     ("capacity_calls_per_month", pa.float64()), ("deployments_needed", pa.int64()),
     ("breakeven_calls_per_month", pa.float64()), ("breakeven_api_spend_usd", USD6),
-    ("savings_usd", USD6), ("fits", pa.bool_()), ("verdict", pa.string()), ("build_id", pa.string()),
+    ("savings_usd", USD6), ("fits", pa.bool_()), ("verdict", pa.string()),
+    ("api_spend_list_usd", USD6), ("api_price_basis", pa.string()), ("build_id", pa.string()),
 ])
 CAPACITY_PLAN_SCHEMA = pa.schema([
     ("deployment", pa.string()), ("from_model", pa.string()), ("to_model", pa.string()),
@@ -137,7 +138,8 @@ BREAKEVEN_OUTLOOK_SCHEMA = pa.schema([
     ("peak_deployments_needed", pa.int64()), ("queue_replicas_needed", pa.int64()),
     ("self_host_usd_per_month", USD6), ("usd_per_gpu_hour", USD6), ("offer", pa.string()),
     ("last_full_month", pa.date32()), ("last_full_month_api_spend_usd", USD6),
-    ("thinking_ratio", pa.float64()), ("output_ratio", pa.float64()), ("build_id", pa.string()),
+    ("thinking_ratio", pa.float64()), ("output_ratio", pa.float64()),
+    ("api_price_basis", pa.string()), ("build_id", pa.string()),
 ])
 
 
@@ -160,27 +162,50 @@ def _has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
 
 
 # --------------------------------------------------------------------------- spend forecast
-_SERIES_SQL = """
-WITH spend AS (
-    SELECT day, CASE source WHEN 'api_usage' THEN 'api' ELSE 'self_hosted' END AS serving, model, team, cost_usd
+# API spend at the invoice's net rate where a cloud invoice shows one (warehouse/economics.py
+# net_rate_sql); self-hosted spend (provider NULL here) is what the nodes cost.
+_DAILY_SPEND_SQL = """
+    SELECT day, CASE source WHEN 'api_usage' THEN 'api' ELSE 'self_hosted' END AS serving,
+           CASE source WHEN 'api_usage' THEN provider END AS provider, model, team, cost_usd
     FROM marts.daily_spend WHERE source IN ('api_usage', 'self_hosted') AND cost_usd IS NOT NULL
-),
+"""
+_SERIES_SQL = """
+WITH spend AS ({spend}),
 grouped AS (
-    SELECT 'all' AS scope, '*' AS scope_value, serving, day, sum(cost_usd) AS usd FROM spend GROUP BY ALL
+    SELECT 'all' AS scope, '*' AS scope_value, serving, day, sum(net_cost_usd) AS usd, count(net_to_list) AS net_rows,
+           count(*) AS rows_ FROM spend GROUP BY ALL
     UNION ALL
-    SELECT 'team', team, serving, day, sum(cost_usd) FROM spend WHERE team <> 'idle' GROUP BY ALL
+    SELECT 'team', team, serving, day, sum(net_cost_usd), count(net_to_list), count(*) FROM spend WHERE team <> 'idle' GROUP BY ALL
     UNION ALL
-    SELECT 'model', model, serving, day, sum(cost_usd) FROM spend WHERE model IS NOT NULL GROUP BY ALL
+    SELECT 'model', model, serving, day, sum(net_cost_usd), count(net_to_list), count(*) FROM spend WHERE model IS NOT NULL GROUP BY ALL
 )
-SELECT scope, scope_value, serving, day, CAST(usd AS DOUBLE) AS usd FROM grouped
+SELECT scope, scope_value, serving, day, CAST(usd AS DOUBLE) AS usd, net_rows, rows_ FROM grouped
 WHERE scope_value IS NOT NULL ORDER BY scope, scope_value, serving, day
 """
 
 
-def daily_series(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str, str], list[tuple[dt.date, float]]]:
+def price_basis(net_rows: int, rows: int, serving: str) -> str | None:
+    """api_price_basis of a series: 'invoice_net' when all its API spend took an invoice's net rate,
+    'partly_invoice_net' when some did, 'list' when none; NULL for self-hosted spend."""
+    if serving != "api":
+        return None
+    return "list" if net_rows == 0 else "invoice_net" if net_rows == rows else "partly_invoice_net"
+
+
+def daily_series(con: duckdb.DuckDBPyConnection,
+                 basis: dict[tuple[str, str, str], str | None] | None = None) -> dict[tuple[str, str, str], list[tuple[dt.date, float]]]:
+    """Each scope x value x serving's daily spend (API spend at the invoice's net rate where there is
+    one); ``basis``, when given, receives each series' api_price_basis."""
     out: dict[tuple[str, str, str], list[tuple[dt.date, float]]] = {}
-    for scope, value, serving, day, usd in con.execute(_SERIES_SQL).fetchall():
+    counts: dict[tuple[str, str, str], list[int]] = {}
+    sql = _SERIES_SQL.format(spend=net_rate_sql(con, _DAILY_SPEND_SQL))
+    for scope, value, serving, day, usd, net_rows, rows in con.execute(sql).fetchall():
         out.setdefault((scope, value, serving), []).append((day, usd))
+        c = counts.setdefault((scope, value, serving), [0, 0])
+        c[0] += net_rows
+        c[1] += rows
+    if basis is not None:
+        basis.update({k: price_basis(n, r, k[2]) for k, (n, r) in counts.items()})
     return out
 
 
@@ -201,7 +226,8 @@ def spend_forecast_rows(con: duckdb.DuckDBPyConnection, build_id: str | None, sk
         return []
     horizon = _setting(con, "forecast_horizon_months", DEFAULT_HORIZON_MONTHS)
     rows: list[dict[str, Any]] = []
-    series = daily_series(con)
+    basis: dict[tuple[str, str, str], str | None] = {}
+    series = daily_series(con, basis)
     jobs = [(*dense(points, last_day), last_day, horizon) for points in series.values()]
     # the series are fitted in parallel worker processes; the same results as one by one (models/forecast.py)
     for (scope, value, serving), f in zip(series, forecast_many(jobs), strict=True):
@@ -220,7 +246,7 @@ def spend_forecast_rows(con: duckdb.DuckDBPyConnection, build_id: str | None, sk
                 "backtest_coverage80": bt.coverage80, "backtest_coverage95": bt.coverage95,
                 "interval_scale80": f.interval_scale80, "interval_scale95": f.interval_scale95,
                 "runner_up_method": f.runner_up, "runner_up_mape_pct": f.runner_up_mape_pct,
-                "build_id": build_id,
+                "api_price_basis": basis.get((scope, value, serving)), "build_id": build_id,
             })
     return rows
 
@@ -493,9 +519,9 @@ def build_capacity_plan(con: duckdb.DuckDBPyConnection) -> Built:
 
 def substitution_breakeven_rows(con, cands, hours, build_id, skipped) -> list[dict[str, Any]]:
     profiles = call_profiles(con)
-    months: dict[str, list[tuple[dt.date, int, Decimal]]] = {}
-    for model_key, month, calls, spend in api_months(con):
-        months.setdefault(model_key, []).append((month, int(calls), Decimal(spend)))
+    months: dict[str, list[tuple[dt.date, int, Decimal, Decimal, str]]] = {}
+    for model_key, month, calls, spend, list_spend, basis in api_months(con):
+        months.setdefault(model_key, []).append((month, int(calls), Decimal(spend), Decimal(list_spend), basis))
     _, used = offers(con, cands, hours, build_id)
     rows = []
     for src, c, tr, orr in [p for p in pairs(con, cands) if p[0] != p[1].model_key]:
@@ -504,7 +530,7 @@ def substitution_breakeven_rows(con, cands, hours, build_id, skipped) -> list[di
             continue
         price, source, offer = used[c.deployment]
         monthly = self_host_usd_per_month(c.setup.gpus, Decimal(price), hours)
-        for month, calls, spend in months.get(src, []):
+        for month, calls, spend, list_spend, basis in months.get(src, []):
             prof = {k: scale(v, tr, orr) for k, v in profiles[(src, month)].items()}
             fits = size(c.spec, c.setup, prof["p95"]).fits
             cpm = float(c.calls_per_minute) if c.calls_per_minute is not None else \
@@ -523,7 +549,8 @@ def substitution_breakeven_rows(con, cands, hours, build_id, skipped) -> list[di
                 "breakeven_calls_per_month": None if b.breakeven_calls_per_month is None else float(b.breakeven_calls_per_month),
                 "breakeven_api_spend_usd": None if b.breakeven_api_spend_usd is None else quantize_usd(b.breakeven_api_spend_usd),
                 "savings_usd": None if b.savings_usd is None else quantize_usd(b.savings_usd),
-                "fits": fits, "verdict": b.verdict, "build_id": build_id,
+                "fits": fits, "verdict": b.verdict,
+                "api_spend_list_usd": quantize_usd(list_spend), "api_price_basis": basis, "build_id": build_id,
             })
     return rows
 
@@ -573,18 +600,23 @@ def breakeven_outlook_rows(con: duckdb.DuckDBPyConnection, build_id: str | None,
     _, plan = capacity_plan_rows(con, pair_list, call_profiles(con), build_id)
     _, used = offers(con, cands, hours, build_id)
     fc: dict[str, list[dict[str, Any]]] = {}
+    fc_basis: dict[str, str] = {}
     if _has(con, SPEND_FORECAST):
-        for r in _records(con, f"SELECT scope_value AS model, month, forecast_usd, hi95_usd, lo95_usd FROM {SPEND_FORECAST} "
-                               "WHERE scope = 'model' AND serving = 'api' ORDER BY month"):
+        has_basis = "api_price_basis" in {r[0] for r in con.execute(f"DESCRIBE {SPEND_FORECAST}").fetchall()}
+        for r in _records(con, "SELECT scope_value AS model, month, forecast_usd, hi95_usd, lo95_usd, "
+                               f"{'api_price_basis' if has_basis else 'NULL AS api_price_basis'} "
+                               f"FROM {SPEND_FORECAST} WHERE scope = 'model' AND serving = 'api' ORDER BY month"):
             fc.setdefault(r["model"], []).append(r)
+            fc_basis[r["model"]] = r["api_price_basis"]
     last_day = con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
     last_full: dict[str, tuple[dt.date, Decimal]] = {}
+    basis: dict[str, str] = {}  # the model's api_price_basis: of its spend forecast, else of its last full month
     if last_day is not None:
         full = month_start(last_day) if last_day == month_end(last_day) else month_start(month_start(last_day) - dt.timedelta(days=1))
-        for model, spend in con.execute(
-                "SELECT model, sum(cost_usd) FROM core.call_costs WHERE serving = 'api' AND cost_usd IS NOT NULL "
-                "AND date_trunc('month', day) = ? GROUP BY model", [full]).fetchall():
-            last_full[model] = (full, Decimal(spend))
+        for model, month, _calls, spend, _list, b in api_months(con):
+            if month == full:
+                last_full[model] = (full, Decimal(spend))
+                basis[model] = b
     rows = []
     for model, c, tr, orr in pair_list:
         cap = capacity.get((model, c.deployment))
@@ -613,7 +645,8 @@ def breakeven_outlook_rows(con: duckdb.DuckDBPyConnection, build_id: str | None,
             "usd_per_gpu_hour": quantize_usd(Decimal(price)), "offer": offer,
             "last_full_month": last_full.get(model, (None, None))[0],
             "last_full_month_api_spend_usd": None if model not in last_full else quantize_usd(last_full[model][1]),
-            "thinking_ratio": tr, "output_ratio": orr, "build_id": build_id,
+            "thinking_ratio": tr, "output_ratio": orr,
+            "api_price_basis": fc_basis.get(model, basis.get(model)), "build_id": build_id,
         })
     return rows
 
