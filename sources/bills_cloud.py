@@ -813,6 +813,27 @@ def _checks(cloud: Cloud) -> list[tuple[str, str, str]]:
     return out
 
 
+_BENEFIT_PRICING = "('reservation', 'savingsplan', 'savings plan')"
+
+
+def _azure_cost_basis(con: duckdb.DuckDBPyConnection) -> str | None:
+    """Which Azure cost-details dataset the file is (Microsoft's "Get Enterprise Agreement and Microsoft
+    Customer Agreement reservation costs and usage", learn.microsoft.com/azure/cost-management-billing/
+    reservations/understand-reserved-instance-usage-ea): 'amortized' when it holds an UnusedReservation
+    / UnusedSavingsPlan line or a reservation / savings-plan usage line with a cost (its prorated
+    share), 'actual' when it holds a Purchase line or such a usage line at cost 0 (the benefit makes
+    it free), None when it holds neither (no benefit: the two datasets are the same file)."""
+    amortized, actual = con.execute(f"""
+        SELECT coalesce(bool_or(lower(ct) IN ('unusedreservation', 'unusedsavingsplan')
+                                OR (kind = 'usage' AND lower(coalesce(trim(pricing_model), '')) IN {_BENEFIT_PRICING}
+                                    AND k <> 0)), false),
+               coalesce(bool_or(lower(ct) = 'purchase'
+                                OR (kind = 'usage' AND lower(coalesce(trim(pricing_model), '')) IN {_BENEFIT_PRICING}
+                                    AND k = 0)), false)
+        FROM typed WHERE len(reasons) = 0""").fetchall()[0]
+    return "amortized" if amortized else "actual" if actual else None
+
+
 def _typed_lines(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext) -> tuple[pa.Table, list[Reject]]:
     """The AI lines (temp table ``ai``, text as read) typed and read by the rules, in SQL: Python runs
     once per *distinct* time, SKU reading, tag set, credit list and currency, never per line."""
@@ -870,6 +891,10 @@ def _typed_lines(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext
            else usd("net_raw") if cloud.name == "aws" else "NULL::DECIMAL(38,10)")
     sku_id = {"gcp": "nullif(sku_id, '')", "azure": "nullif(sub_category, '')"}.get(cloud.name, "nullif(operation, '')")
     key = ", ".join(_q(c) for c in KEY_COLUMNS)
+    basis = _azure_cost_basis(con) if az else None
+    dependent = ("lower(ct) IN ('purchase', 'unusedreservation', 'unusedsavingsplan') "
+                 f"OR lower(coalesce(trim(pricing_model), '')) IN {_BENEFIT_PRICING}")
+    cost_basis = f"CASE WHEN {dependent} THEN {_lit(basis)} END" if basis else "NULL::VARCHAR"
     rows = con.sql(f"""
         WITH good AS (
             SELECT line, {_lit(cloud.name)} AS cloud, {provider} AS provider,
@@ -884,7 +909,8 @@ def _typed_lines(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext
                    CASE WHEN per IS NOT NULL THEN CAST(round(q * per) AS DECIMAL(38,0)) END AS tokens,
                    k AS cost, cur AS currency, rate AS fx_usd_per_unit, {usd('k')} AS cost_usd,
                    {net} AS net_cost_usd, {usd('credits_raw')} AS credits_usd,
-                   r_model AS model, bucket, tier, deployment_type, long_context, rule, reason AS unattributed_reason, team
+                   r_model AS model, bucket, tier, deployment_type, long_context, rule, reason AS unattributed_reason, team,
+                   {cost_basis} AS cost_basis
             FROM typed WHERE len(reasons) = 0
         )
         SELECT *, CAST(row_number() OVER (PARTITION BY {key} ORDER BY line) AS INTEGER) AS key_occurrence

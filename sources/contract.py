@@ -861,8 +861,12 @@ CLOUD_BILL_LINES = Table(
         col("unattributed_reason", "VARCHAR", "why no rule read an AI line (its money stays in the totals)"),
         col("team", "VARCHAR", "[cloud] team_tag of the line's tags / labels"),
         req("key_occurrence", "INTEGER", "1, 2, ... for lines of one file that share the other key columns"),
+        col("cost_basis", "VARCHAR", "'actual' or 'amortized': the Azure dataset of a line whose amount depends on it "
+                                     "(ChargeType Purchase / UnusedReservation / UnusedSavingsPlan, PricingModel "
+                                     "Reservation / SavingsPlan); NULL for every other line (the same in both datasets)",
+            in_set("cost_basis", ("actual", "amortized"), "a known cost basis")),
     ),
-    key=(*_CLOUD_KEY, "key_occurrence"),
+    key=(*_CLOUD_KEY, "cost_basis", "key_occurrence"),
     day=("usage_start", "usage_end"),
     rules=(*_fx_rules("currency"),
            a_at_least_b("usage_end", "usage_start", "a usage period does not end before it starts")),

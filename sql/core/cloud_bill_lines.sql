@@ -12,6 +12,17 @@
 -- model is the family key (core.cloud_model_key, as the rules spell it: 'claude-sonnet-4-5').
 -- team: the line's [cloud] team_tag tag / label, else the team catalog/cloud_principals.csv (the
 -- newest file) gives its principal (line_item_iam_principal), else NULL.
+-- Azure's two datasets (issue 25 item 3; cost_basis, migration 190): a line whose amount depends on
+-- the dataset (Purchase, UnusedReservation / UnusedSavingsPlan, PricingModel Reservation /
+-- SavingsPlan) says which it came from; every other line is the same in both (NULL). When a user
+-- lands both exports of a billing month:
+-- * in_invoice: the actual-cost lines (what the invoice bills: the Purchase in the month it is
+--   bought, covered usage at 0): read by the reconciliations (marts.bill_reconciliation,
+--   marts.invoice_reconciliation, marts.unattributed_invoice_lines);
+-- * in_amortized: the amortized-cost lines (the benefit spread over the months it covers, unused
+--   hours included): read by marts.effective_rates and marts.commitments, which ask what a month
+--   really cost.
+-- A month with one dataset only has both flags true on all its lines, as before the column.
 -- The compute lines kept to price self-hosted nodes (bucket 'instance_hours': EC2, Azure VM, Compute
 -- Engine; core.node_hours_cost reads them) are not AI lines and are not here.
 -- @kind: full
@@ -34,16 +45,26 @@ shaped AS (
            service, sku, region, resource_id, principal, team, model, tier, deployment_type, long_context,
            rule, unattributed_reason, unit, quantity, tokens, cost_usd AS amount_usd, net_cost_usd,
            CASE WHEN charge_kind IN ('usage', 'commitment') THEN coalesce(bucket, 'unattributed')
-                ELSE charge_kind END AS bucket
+                ELSE charge_kind END AS bucket,
+           cost_basis
     FROM lines
     UNION ALL
     SELECT file_id, line, true, cloud, provider, CAST(usage_start AS DATE), billing_period, invoice_id, account_id,
            usage_start, usage_end, 'credits', 'credit', service, sku, region, resource_id, principal, team, model,
-           tier, deployment_type, long_context, rule, unattributed_reason, NULL, NULL, NULL, credits_usd, NULL, 'credit'
+           tier, deployment_type, long_context, rule, unattributed_reason, NULL, NULL, NULL, credits_usd, NULL, 'credit',
+           cost_basis
     FROM lines
     WHERE credits_usd IS NOT NULL AND credits_usd <> 0
 ),
+datasets AS (
+    SELECT cloud, billing_period, bool_or(cost_basis = 'actual') AS has_actual,
+           bool_or(cost_basis = 'amortized') AS has_amortized
+    FROM shaped GROUP BY ALL
+),
 final AS (
-    SELECT * FROM shaped
+    SELECT s.*,
+           s.cost_basis IS NULL OR s.cost_basis = 'actual' OR NOT d.has_actual AS in_invoice,
+           s.cost_basis IS NULL OR s.cost_basis = 'amortized' OR NOT d.has_amortized AS in_amortized
+    FROM shaped s JOIN datasets d ON d.cloud = s.cloud AND d.billing_period IS NOT DISTINCT FROM s.billing_period
 )
 SELECT * FROM final

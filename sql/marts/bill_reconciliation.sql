@@ -28,7 +28,7 @@ billed_lines AS (
     UNION ALL
     SELECT day, provider, model, amount_usd AS billed_usd
     FROM core.cloud_bill_lines
-    WHERE charge_kind IN ('usage', 'commitment') AND NOT is_line_credit AND core.in_build_days(day)
+    WHERE charge_kind IN ('usage', 'commitment') AND NOT is_line_credit AND in_invoice AND core.in_build_days(day)
 ),
 billed AS (
     SELECT day, provider, model, sum(billed_usd) AS billed_usd

@@ -32,7 +32,7 @@ WITH invoice_lines AS (
                 THEN quantity * coalesce(CAST(nullif(regexp_extract(unit, '^ *([0-9]+) ', 1), '') AS DECIMAL(18,0)), 1)
            END AS unit_hours
     FROM core.cloud_bill_lines
-    WHERE bucket = 'provisioned' AND charge_kind IN ('usage', 'commitment') AND NOT is_line_credit
+    WHERE bucket = 'provisioned' AND charge_kind IN ('usage', 'commitment') AND NOT is_line_credit AND in_amortized
 ),
 invoice AS (
     SELECT provider, model, month, 'invoice' AS source,

@@ -20,6 +20,7 @@
 WITH lines AS (
     SELECT provider, model, CAST(date_trunc('month', day) AS DATE) AS month, charge_kind, amount_usd, tokens
     FROM core.cloud_bill_lines
+    WHERE in_amortized
 ),
 final AS (
     SELECT provider, model, month,

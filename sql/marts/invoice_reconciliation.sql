@@ -24,6 +24,7 @@ WITH invoice AS (
            sum(tokens) AS invoice_tokens,
            count(*) AS invoice_lines
     FROM core.cloud_bill_lines
+    WHERE in_invoice
     GROUP BY ALL
 ),
 cloud_calls AS (

@@ -8,6 +8,6 @@ WITH final AS (
            core.usd6(l.amount_usd) AS amount_usd, l.unattributed_reason, f.file, l.line
     FROM core.cloud_bill_lines l
     JOIN ops.ingested_files f USING (file_id)
-    WHERE l.rule = 'unattributed' AND NOT l.is_line_credit
+    WHERE l.rule = 'unattributed' AND NOT l.is_line_credit AND l.in_invoice
 )
 SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final
