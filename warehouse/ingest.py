@@ -478,7 +478,8 @@ class Ingestor:
             "SELECT file_id FROM ops.ingested_files WHERE export_key = ? AND target_table = ? "
             "AND status = 'loaded' AND replaced_by_file_id IS NULL", [export_key, table]).fetchall()]
         for old in older:
-            self.con.execute(f"INSERT INTO ops.replaced_cloud_bill_lines SELECT *, ?, ? FROM {table} WHERE file_id = ?",
+            self.con.execute(f"INSERT INTO ops.replaced_cloud_bill_lines BY NAME SELECT *, ? AS replaced_by_file_id, "
+                             f"? AS replaced_at FROM {table} WHERE file_id = ?",
                              [file_id, self.now, old])
             self.con.execute(f"DELETE FROM {table} WHERE file_id = ?", [old])
             self.con.execute("UPDATE ops.ingested_files SET replaced_by_file_id = ? WHERE file_id = ?", [file_id, old])

@@ -6,3 +6,5 @@
 -- datasets' versions of a line are not duplicates of each other; every other line is the same in
 -- both and is deduplicated as before. NULL in rows loaded before this migration.
 ALTER TABLE stg.cloud_bill_lines ADD COLUMN IF NOT EXISTS cost_basis VARCHAR;  -- 'actual' or 'amortized': the Azure dataset of a line whose amount depends on it (ChargeType Purchase / UnusedReservation / UnusedSavingsPlan, PricingModel Reservation / SavingsPlan); NULL for every other line (the same in both datasets)
+-- the rows a re-issued export replaced keep it too (warehouse/ingest.py moves them by column name)
+ALTER TABLE ops.replaced_cloud_bill_lines ADD COLUMN IF NOT EXISTS cost_basis VARCHAR;  -- as stg.cloud_bill_lines.cost_basis
