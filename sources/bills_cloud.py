@@ -61,25 +61,28 @@ DEC = "DECIMAL(38,10)"
 # logical field -> spellings, first found wins (case-insensitive; 'a.b' = a flattened column named
 # 'a.b', or field b of a STRUCT column a, or a column 'a_b').
 
+# CUR 2.0 names first, then the legacy CUR's ('lineItem/UsageStartDate': the legacy CSV report; its
+# Athena / Parquet flavour writes the CUR 2.0 snake_case names, with the product attributes and the tags
+# as columns of their own, 'product_product_name', 'resource_tags_user_team': see _legacy_maps)
 AWS_FIELDS: dict[str, tuple[str, ...]] = {
-    "billing_period": ("bill_billing_period_start_date",),
-    "invoice_id": ("bill_invoice_id",),
-    "account_id": ("line_item_usage_account_id",),
-    "usage_start": ("line_item_usage_start_date",),
-    "usage_end": ("line_item_usage_end_date",),
-    "charge_type": ("line_item_line_item_type",),
-    "service": ("line_item_product_code",),
-    "sku": ("line_item_usage_type",),
-    "operation": ("line_item_operation",),
-    "quantity": ("line_item_usage_amount",),
-    "cost": ("line_item_unblended_cost",),
-    "net_cost": ("line_item_net_unblended_cost",),
-    "currency": ("line_item_currency_code",),
-    "resource_id": ("line_item_resource_id",),
+    "billing_period": ("bill_billing_period_start_date", "bill/BillingPeriodStartDate"),
+    "invoice_id": ("bill_invoice_id", "bill/InvoiceId"),
+    "account_id": ("line_item_usage_account_id", "lineItem/UsageAccountId"),
+    "usage_start": ("line_item_usage_start_date", "lineItem/UsageStartDate"),
+    "usage_end": ("line_item_usage_end_date", "lineItem/UsageEndDate"),
+    "charge_type": ("line_item_line_item_type", "lineItem/LineItemType"),
+    "service": ("line_item_product_code", "lineItem/ProductCode"),
+    "sku": ("line_item_usage_type", "lineItem/UsageType"),
+    "operation": ("line_item_operation", "lineItem/Operation"),
+    "quantity": ("line_item_usage_amount", "lineItem/UsageAmount"),
+    "cost": ("line_item_unblended_cost", "lineItem/UnblendedCost"),
+    "net_cost": ("line_item_net_unblended_cost", "lineItem/NetUnblendedCost"),
+    "currency": ("line_item_currency_code", "lineItem/CurrencyCode"),
+    "resource_id": ("line_item_resource_id", "lineItem/ResourceId"),
     "principal": ("line_item_iam_principal",),
-    "region": ("product_region_code",),
-    "unit": ("pricing_unit",),
-    "pricing_model": ("pricing_term",),
+    "region": ("product_region_code", "product/regionCode", "product_region", "product/region"),
+    "unit": ("pricing_unit", "pricing/unit"),
+    "pricing_model": ("pricing_term", "pricing/term"),
     "product": ("product",),
     "tags": ("resource_tags",),
 }
@@ -605,6 +608,8 @@ def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Par
         if missing:
             want = ", ".join(cloud.fields[f][0] for f in missing)
             raise SourceFormatError(f"not a {cloud_name} cost export: no column {want}", line=1)
+        if cloud_name == "aws":
+            exprs.update({k: v for k, v in _legacy_maps(cols).items() if k not in exprs})
         for field in cloud.fields:
             exprs.setdefault(field, "CAST(NULL AS VARCHAR)")
         missing_own = [fl for fl in cloud.fields if exprs[fl] == "CAST(NULL AS VARCHAR)"]
@@ -654,6 +659,24 @@ def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Par
         con.close()
 
 
+def _legacy_maps(cols: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """The legacy CUR's product attributes and tags, one column each ('product/productName' or
+    'product_product_name'; 'resourceTags/user:team' or 'resource_tags_user_team'), as the JSON objects
+    CUR 2.0 writes in its ``product`` and ``resource_tags`` maps (keys as the column names give them
+    after the prefix: 'product_name', 'user:team', 'user_team')."""
+    out: dict[str, str] = {}
+    name = next((cols[c][0] for c in ("product/productname", "product_product_name") if c in cols), None)
+    if name is not None:
+        out["product"] = f"CAST(json_object('product_name', {_q(name)}) AS VARCHAR)"
+    tags = [(written, written.split("/", 1)[1] if "/" in written else written[len("resource_tags_"):])
+            for low, (written, _typ) in cols.items()
+            if low.startswith("resourcetags/") or (low.startswith("resource_tags_") and low != "resource_tags")]
+    if tags:
+        pairs = ", ".join(f"{_lit(key)}, nullif({_q(col)}, '')" for col, key in sorted(tags))
+        out["tags"] = f"CAST(json_object({pairs}) AS VARCHAR)"
+    return out
+
+
 def _months_between(first: dt.datetime | None, last: dt.datetime | None) -> list[dt.date]:
     """The first days of the months from ``first`` to ``last`` (both given), else those given."""
     if first is None or last is None:
@@ -679,7 +702,8 @@ def _tags_object(cloud: str, raw: str | None) -> dict | None:
         return None
     if isinstance(obj, list):  # GCP labels [{key, value}]; a MAP as [{key, value}]
         return {str(e.get("key")): e.get("value") for e in obj if isinstance(e, dict)}
-    return obj if isinstance(obj, dict) else None
+    # a tag without a value (the legacy CUR's empty tag column) says nothing
+    return {k: v for k, v in obj.items() if v is not None} if isinstance(obj, dict) else None
 
 
 def _credits(raw: str | None) -> Decimal | None:

@@ -150,3 +150,90 @@ def test_a_cur_overwritten_in_place_replaces_the_month(tmp_path):
         (2, Decimal("0.63"), "INV-1")]
     assert con.execute("SELECT count(*), sum(cost_usd) FROM ops.replaced_cloud_bill_lines").fetchall() == [
         (2, Decimal("0.60"))]
+
+
+# The legacy CUR's columns for each CUR 2.0 column of the fixture (AWS "Cost and Usage Report" data
+# dictionary: lineItem/*, bill/*, pricing/*, product/*, resourceTags/user:<key>; its Athena / Parquet
+# flavour writes them snake_case, with product attributes and tags as columns of their own).
+_LEGACY = {
+    "bill_billing_period_start_date": "bill/BillingPeriodStartDate", "bill_invoice_id": "bill/InvoiceId",
+    "line_item_usage_account_id": "lineItem/UsageAccountId", "line_item_usage_start_date": "lineItem/UsageStartDate",
+    "line_item_usage_end_date": "lineItem/UsageEndDate", "line_item_line_item_type": "lineItem/LineItemType",
+    "line_item_product_code": "lineItem/ProductCode", "line_item_usage_type": "lineItem/UsageType",
+    "line_item_operation": "lineItem/Operation", "line_item_usage_amount": "lineItem/UsageAmount",
+    "line_item_unblended_cost": "lineItem/UnblendedCost", "line_item_net_unblended_cost": "lineItem/NetUnblendedCost",
+    "line_item_currency_code": "lineItem/CurrencyCode", "line_item_resource_id": "lineItem/ResourceId",
+    "product_region_code": "product/regionCode", "pricing_unit": "pricing/unit", "pricing_term": "pricing/term",
+}
+
+
+def _legacy_rows(flavour: str) -> tuple[list[str], list[list[str]]]:
+    import csv  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    from tests.test_cloud_bills import FIXTURES  # noqa: PLC0415
+
+    src = next((FIXTURES / "aws").rglob("*.csv"))
+    rows = list(csv.DictReader(src.open()))
+    keys = sorted({k for r in rows for k in json.loads(r["resource_tags"] or "{}")})
+    slash = flavour == "csv"
+    head = [(_LEGACY[c] if slash else c) for c in _LEGACY] + [
+        "product/productName" if slash else "product_product_name"] + [
+        (f"resourceTags/{k.replace('user_', 'user:')}" if slash else f"resource_tags_{k}") for k in keys]
+    out = []
+    for r in rows:
+        tags = json.loads(r["resource_tags"] or "{}")
+        out.append([r[c] for c in _LEGACY] + [json.loads(r["product"]).get("product_name", "")]
+                   + [tags.get(k, "") for k in keys])
+    return head, out
+
+
+@pytest.mark.parametrize("flavour", ["csv", "athena_parquet"])
+def test_the_legacy_cur_reads_as_cur_2(tmp_path, flavour):
+    """The fixture's CUR 2.0 lines written as a legacy CUR (the CSV report with 'lineItem/UsageType'
+    columns, or its Athena Parquet flavour with 'product_product_name' and 'resource_tags_user_team'
+    columns) give the same lines: the same model, bucket, tokens, cost and team; only the line's IAM
+    principal is missing (the legacy CUR has no such column), and the CUR 2.0 line without a product
+    name keeps none."""
+    import csv  # noqa: PLC0415
+
+    import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    from tests.test_cloud_bills import FIXTURES  # noqa: PLC0415
+
+    def load(landing):
+        con = duckdb.connect()
+        migrate(con)
+        summary = Ingestor(con, landing, now=dt.datetime(2026, 7, 1)).ingest()
+        return con, summary.files[0]
+
+    cur2 = tmp_path / "cur2"
+    (cur2 / "bills" / "aws").mkdir(parents=True)
+    src = next((FIXTURES / "aws").rglob("*.csv"))
+    (cur2 / "bills" / "aws" / "cur.csv").write_bytes(src.read_bytes())
+    legacy = tmp_path / "legacy" / "bills" / "aws"
+    legacy.mkdir(parents=True)
+    head, rows = _legacy_rows(flavour)
+    if flavour == "csv":
+        with (legacy / "legacy-1.csv").open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(head)
+            w.writerows(rows)
+    else:
+        pq.write_table(pa.table({h: [r[i] or None for r in rows] for i, h in enumerate(head)}), legacy / "legacy-1.parquet")
+    con2, f2 = load(cur2)
+    conl, fl = load(tmp_path / "legacy")
+    assert (fl.rows_in, fl.rows_loaded, fl.rows_quarantined, fl.rows_skipped) == (
+        f2.rows_in, f2.rows_loaded, f2.rows_quarantined, f2.rows_skipped)
+    cols = ("line, charge_kind, model, bucket, tier, deployment_type, tokens, cost_usd, net_cost_usd, region, "
+            "resource_id, rule")
+    # a Parquet row's line is its record number, a CSV line counts the header
+    shift = 0 if flavour == "csv" else 1
+    want = con2.execute(f"SELECT {cols} FROM stg.cloud_bill_lines ORDER BY line").fetchall()
+    got = conl.execute(f"SELECT {cols.replace('line,', f'line + {shift},', 1)} FROM stg.cloud_bill_lines ORDER BY line").fetchall()
+    assert want and got == want
+    # the team: the tag wherever the CUR 2.0 line had one (the principal's team needs the principal)
+    teams2 = dict(con2.execute("SELECT line, team FROM stg.cloud_bill_lines WHERE tags_json LIKE '%team%'").fetchall())
+    assert teams2 and dict(conl.execute(f"SELECT line + {shift}, team FROM stg.cloud_bill_lines "
+                                        f"WHERE line + {shift} IN ({', '.join(map(str, teams2))})").fetchall()) == teams2
