@@ -20,15 +20,20 @@ $(STAMP): requirements.lock pyproject.toml
 run: $(STAMP)
 	$(BIN)/thinktax demo
 
+# Two worker processes (pytest-xdist), each test file whole in one of them (its module fixtures
+# built once); TEST_WORKERS=0 runs in this process (docs/performance.md, "The test suite").
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(XDIST)
 
 # The fast tier for the inner loop (issue 27): unit, parser and SQL-model fixture tests; no JVM,
 # no Postgres, no validator venv, nothing marked slow (markers in pyproject.toml, given in
 # tests/conftest.py by what a test needs). `make test` stays the whole suite and CI's command.
 CHECK_MARKERS := not slow and not spark and not postgres and not venv
 check: $(STAMP)
-	$(BIN)/python -m pytest -q -m "$(CHECK_MARKERS)"
+	$(BIN)/python -m pytest -q $(XDIST) -m "$(CHECK_MARKERS)"
 
 dev: $(STAMP)
 	$(BIN)/thinktax dev

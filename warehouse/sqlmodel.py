@@ -270,7 +270,9 @@ def _load() -> tuple[SqlModel, ...]:
     if cached != before:
         current = {_refs_key(m.sql) for m in found.values()}
         _write_refs_cache({k: v for k, v in cached.items() if k in current})  # only today's files: no growth
-    graph = {t: {d for d in m.deps if d in found} for t, m in found.items()}
+    # sorted predecessors: the same order in every process (a set's order follows the string hash
+    # seed, so two pytest-xdist workers would list the models differently)
+    graph = {t: sorted(d for d in m.deps if d in found) for t, m in found.items()}
     order = TopologicalSorter(graph).static_order()
     return tuple(found[t] for t in order)
 
