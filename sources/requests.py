@@ -65,6 +65,12 @@ Pricing modifiers (columns of migration 100, all nullable; see docs/economics.md
   ``usage.thinking_tokens``; both present and different: quarantined. The same for Claude on
   Bedrock InvokeModel and Vertex AI (the Anthropic body; ``"type": "message"`` marks it).
 * A usage object with none of the known counts is quarantined ("matches no known usage shape").
+* DeepSeek (OpenAI-compatible chat; api-docs.deepseek.com, "Context Caching"): ``usage.
+  prompt_cache_hit_tokens`` is the part of ``prompt_tokens`` read from DeepSeek's disk cache (billed
+  at the cache-hit price) and ``prompt_cache_miss_tokens`` the rest. The hits are the cached
+  bucket where ``prompt_tokens_details.cached_tokens`` is absent; both given and different, or hits
+  + misses not equal to ``prompt_tokens``: quarantined. ``deepseek-reasoner``'s chain of thought is
+  ``completion_tokens_details.reasoning_tokens``, as OpenAI's.
 
 Provider names are kept as logged (lower case); core.provider_key maps aliases (aws.bedrock,
 gcp.vertex_ai, azure.ai.openai, ...) to one provider when the calls are priced.
@@ -132,6 +138,8 @@ _STRUCTURE = {
         "cache_read_input_tokens": "VARCHAR", "cache_creation_input_tokens": "VARCHAR",
         "thinking_tokens": "VARCHAR",
         "prompt_tokens_details": {"cached_tokens": "VARCHAR", "cache_write_tokens": "VARCHAR"},
+        # DeepSeek (OpenAI-compatible chat): the cache hits and misses of prompt_tokens
+        "prompt_cache_hit_tokens": "VARCHAR", "prompt_cache_miss_tokens": "VARCHAR",
         "completion_tokens_details": {"reasoning_tokens": "VARCHAR"},
         "input_tokens_details": {"cached_tokens": "VARCHAR", "cache_write_tokens": "VARCHAR"},
         "output_tokens_details": {"reasoning_tokens": "VARCHAR", "thinking_tokens": "VARCHAR"},
@@ -165,6 +173,8 @@ _INTS = {
     "p_bc_cw_1h": ("CASE WHEN j.usage.cacheDetails IS NOT NULL THEN CAST(list_sum(list_transform(list_filter(j.usage.cacheDetails, lambda x: lower(trim(x.ttl)) = '1h'), lambda x: TRY_CAST(x.inputTokens AS BIGINT))) AS VARCHAR) END", "usage.cacheDetails"),
     "p_bc_cw_all": ("CASE WHEN j.usage.cacheDetails IS NOT NULL THEN CAST(list_sum(list_transform(j.usage.cacheDetails, lambda x: TRY_CAST(x.inputTokens AS BIGINT))) AS VARCHAR) END", "usage.cacheDetails"),
     "p_chat_cached": ("j.usage.prompt_tokens_details.cached_tokens", "usage.prompt_tokens_details.cached_tokens"),
+    "p_ds_hit": ("j.usage.prompt_cache_hit_tokens", "usage.prompt_cache_hit_tokens"),
+    "p_ds_miss": ("j.usage.prompt_cache_miss_tokens", "usage.prompt_cache_miss_tokens"),
     "p_chat_reasoning": ("j.usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"),
     "p_resp_cached": ("j.usage.input_tokens_details.cached_tokens", "usage.input_tokens_details.cached_tokens"),
     # OpenAI prompt caching writes (newer models): part of prompt_tokens / input_tokens, like cached_tokens
@@ -317,7 +327,9 @@ shaped AS (
 ),
 buckets AS (
     SELECT *,
-           CASE usage_shape WHEN 'openai_chat' THEN p_prompt - coalesce(p_chat_cached, 0) - coalesce(p_openai_cw, 0)
+           -- DeepSeek: prompt_cache_hit_tokens is the cached part of prompt_tokens where no
+           -- prompt_tokens_details.cached_tokens says it
+           CASE usage_shape WHEN 'openai_chat' THEN p_prompt - coalesce(p_chat_cached, p_ds_hit, 0) - coalesce(p_openai_cw, 0)
                             WHEN 'openai_responses' THEN p_input - coalesce(p_resp_cached, 0) - coalesce(p_openai_cw, 0)
                             -- Gemini: promptTokenCount includes the cached tokens; the tool-use
                             -- prompt (e.g. search results fed back) is input on top of it
@@ -325,7 +337,7 @@ buckets AS (
                             -- Bedrock: inputTokens excludes cache reads and writes (as Anthropic's input_tokens)
                             WHEN 'bedrock_converse' THEN p_input
                             ELSE p_input END AS uncached_input_tokens,
-           CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_cached, 0)
+           CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_cached, p_ds_hit, 0)
                             WHEN 'openai_responses' THEN coalesce(p_resp_cached, 0)
                             WHEN 'gemini' THEN coalesce(p_g_cached, 0)
                             WHEN 'bedrock_converse' THEN coalesce(p_cache_read, 0)
@@ -392,6 +404,12 @@ judged AS (
                  AND TRY_CAST(trim(thinking_detail_txt) AS DECIMAL(38,0)) IS DISTINCT FROM TRY_CAST(trim(thinking_alias_txt) AS DECIMAL(38,0))
                  THEN struct_pack(f := 'usage.output_tokens_details.thinking_tokens', r := 'disagrees with usage.thinking_tokens (its older alias): '
                       || thinking_detail_txt || ' vs ' || thinking_alias_txt)
+            WHEN usage_shape = 'openai_chat' AND p_chat_cached IS NOT NULL AND p_ds_hit IS NOT NULL AND p_chat_cached <> p_ds_hit
+                 THEN struct_pack(f := 'usage.prompt_cache_hit_tokens', r := 'disagrees with usage.prompt_tokens_details.cached_tokens: '
+                      || p_ds_hit || ' vs ' || p_chat_cached)
+            WHEN usage_shape = 'openai_chat' AND p_ds_hit IS NOT NULL AND p_ds_miss IS NOT NULL AND p_ds_hit + p_ds_miss <> p_prompt
+                 THEN struct_pack(f := 'usage.prompt_cache_miss_tokens', r := 'prompt_cache_hit_tokens + prompt_cache_miss_tokens = '
+                      || (p_ds_hit + p_ds_miss) || ', not prompt_tokens = ' || p_prompt)
             WHEN usage_shape = 'gemini' AND p_g_prompt < coalesce(p_g_cached, 0) THEN struct_pack(f := 'usageMetadata.cachedContentTokenCount', r := 'cached tokens exceed promptTokenCount, which includes them')
             WHEN uncached_input_tokens < 0 THEN struct_pack(f := 'usage.cached_tokens', r := 'cached tokens exceed the prompt tokens they are part of')
             WHEN thinking_tokens > completion_total THEN struct_pack(f := CASE usage_shape WHEN 'anthropic' THEN

@@ -96,6 +96,10 @@ def test_manifest_buckets_add_up_to_the_bodys_own_totals(p):
     shape = p["shape"]
     if shape == "openai_chat":
         assert (u["prompt_tokens"], u["completion_tokens"], u["total_tokens"]) == (prompt, completion, prompt + completion)
+    elif shape == "deepseek_chat":  # prompt_tokens = cache hits + misses; no prompt_tokens_details
+        assert (u["prompt_tokens"], u["completion_tokens"], u["total_tokens"]) == (prompt, completion, prompt + completion)
+        assert (u["prompt_cache_hit_tokens"], u["prompt_cache_miss_tokens"]) == (b["cached_input_tokens"], b["uncached_input_tokens"])
+        assert u["completion_tokens_details"]["reasoning_tokens"] == b["thinking_tokens"]
     elif shape == "openai_responses":
         assert (u["input_tokens"], u["output_tokens"], u["total_tokens"]) == (prompt, completion, prompt + completion)
     elif shape in ("anthropic_messages", "bedrock_invoke_anthropic"):

@@ -52,3 +52,28 @@ def test_rejects_name_line_and_field():
     assert got == [(1, "usage.prompt_tokens"), (2, "ts"), (3, "request_id"), (4, "usage.cached_tokens"),
                    (5, "usage.prompt_tokens"), (6, "latency_ms"), (7, "usage")]
     assert p.rows_in == 7
+
+
+def test_deepseek_cache_hits_are_the_cached_bucket_and_must_add_up():
+    """DeepSeek (api-docs.deepseek.com, context caching): prompt_cache_hit_tokens + prompt_cache_miss_tokens
+    = prompt_tokens; the hits are the cached bucket unless prompt_tokens_details.cached_tokens says it."""
+    line = ('{{"ts":"2026-06-30T10:00:00Z","request_id":"{rid}","model":"deepseek-reasoner","provider":"deepseek",'
+            '"usage":{{"prompt_tokens":1200,"completion_tokens":950,"total_tokens":2150,{extra}'
+            '"completion_tokens_details":{{"reasoning_tokens":610}}}}}}')
+    text = "\n".join([
+        line.format(rid="a", extra='"prompt_cache_hit_tokens":1024,"prompt_cache_miss_tokens":176,'),
+        line.format(rid="b", extra='"prompt_cache_hit_tokens":1024,"prompt_cache_miss_tokens":176,'
+                                   '"prompt_tokens_details":{"cached_tokens":1024},'),
+        line.format(rid="c", extra='"prompt_cache_hit_tokens":1024,'),  # misses not given: nothing to add up
+        line.format(rid="d", extra='"prompt_cache_hit_tokens":1024,"prompt_cache_miss_tokens":100,'),
+        line.format(rid="e", extra='"prompt_cache_hit_tokens":1024,"prompt_tokens_details":{"cached_tokens":1000},'),
+        line.format(rid="f", extra='"prompt_cache_hit_tokens":1300,'),
+    ]) + "\n"
+    p, good = rows(text)
+    assert [(r["request_id"], r["uncached_input_tokens"], r["cached_input_tokens"], r["thinking_tokens"], r["output_tokens"])
+            for r in good] == [("a", 176, 1024, 610, 340), ("b", 176, 1024, 610, 340), ("c", 176, 1024, 610, 340)]
+    assert [(r.line, r.field, r.reason) for r in p.rejects] == [
+        (4, "usage.prompt_cache_miss_tokens", "prompt_cache_hit_tokens + prompt_cache_miss_tokens = 1124, not prompt_tokens = 1200"),
+        (5, "usage.prompt_cache_hit_tokens", "disagrees with usage.prompt_tokens_details.cached_tokens: 1024 vs 1000"),
+        (6, "usage.cached_tokens", "cached tokens exceed the prompt tokens they are part of"),
+    ]
