@@ -41,6 +41,13 @@ def test_bench_smoke_prints_table_and_contract_last_line(tmp_path: Path, capsys,
     assert " 1,500 " in rows["nightly 1x total"] and " 1,500 " in rows["nightly 4x total"]
     assert "all pass" in rows["checks"]
     assert any("0 unpriced calls" in line for line in out)
+    # issue 26's targets, each with its limit and met / NOT met (the copy is the whole published file today)
+    targets = [line for line in out if line.startswith("target: ")]
+    for name in ("ingest vs the read_json floor <= 1.5x", "full rebuild vs one per-call table written <= 1.6x",
+                 "nightly 4x / 1x history <= 1.1x", "copied by a nightly run (copy-free publish) <= 0 MiB",
+                 "peak resident memory of any phase <= 2861 MiB"):  # 3GB: DuckDB's GB is 10^9 bytes
+        mine = [t for t in targets if name in t]
+        assert len(mine) == 1 and re.search(r": [0-9.,]+( MiB|x), (met|NOT met)$", mine[0]), (name, targets)
 
     # the published 4x warehouse holds 5 days (4 of history + the new one); 1x holds 1 + 1
     with duckdb.connect(str(work / "wh" / "full.duckdb"), read_only=True) as con:

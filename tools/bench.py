@@ -22,7 +22,11 @@ What it does, one phase after another in this process (data from :mod:`synthetic
    dagster``, loading the definitions, a Dagster job run on an empty landing folder minus the
    same warehouse work done directly, ``thinktax run`` on the demo's landing folder (what
    ``make run`` runs) and once more with nothing new, ``import great_expectations``; then one
-   ``target:`` line per orchestration target (issue 17), saying whether it is met.
+   ``target:`` line per orchestration target (issue 17), saying whether it is met, and one per
+   target of issue 26 (a nightly run that costs the new day): ingest vs the read_json floor, the
+   full rebuild vs one per-call table written, nightly 4x / 1x history, the MiB of the published
+   file a nightly run copies (0 for a copy-free publish) and the peak memory of any phase against
+   the build's memory limit.
 
 Peak memory is the resident high-water mark of this process (``VmHWM``, reset before each
 phase through ``/proc/self/clear_refs``; DuckDB's own allocations are included). ``cpu s`` is
@@ -40,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -377,6 +382,45 @@ def target_lines(results: Results) -> list[str]:
     return lines
 
 
+CTAS_ROW = "  one per-call table written (CTAS of stg.requests)"
+
+
+def _memory_limit_mib() -> float:
+    """The build connection's memory limit (warehouse.db.MEMORY_LIMIT, THINKTAX_MEMORY_LIMIT), in MiB."""
+    from warehouse.db import MEMORY_LIMIT  # noqa: PLC0415
+
+    text = os.environ.get("THINKTAX_MEMORY_LIMIT", MEMORY_LIMIT).strip().upper()
+    m = re.fullmatch(r"([0-9.]+)\s*(KB|MB|GB|TB|KIB|MIB|GIB|TIB)?", text)
+    if not m:
+        return float("nan")
+    unit = {"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}[m[2] or "MB"]
+    return float(m[1]) * unit / 2**20
+
+
+def scale_target_lines(results: Results) -> list[str]:
+    """Issue 26's targets (a nightly run that costs the new day): measured, limit, met or not."""
+    def line(name: str, value: float | None, limit: float, unit: str, fmt: str = ".2f") -> str:
+        if value is None:
+            return f"target: {name} <= {limit:g}{unit}: not measured"
+        return f"target: {name} <= {limit:g}{unit}: {value:{fmt}}{unit}, " + ("met" if value <= limit else "NOT met")
+
+    out = []
+    ingest = results.get("ingest: thinktax (Ingestor)")
+    out.append(line("ingest vs the read_json floor", results.ratio(ingest), 1.5, "x"))
+    build, ctas = results.get("marts: thinktax (build_all)"), results.get(CTAS_ROW)
+    out.append(line("full rebuild vs one per-call table written", build.seconds / ctas.seconds if ctas.seconds else None,
+                    1.6, "x"))
+    t1, t4 = results.get("nightly 1x total"), results.get("nightly 4x total")
+    out.append(line("nightly 4x / 1x history", t4.seconds / t1.seconds if t1.seconds else None, 1.1, "x"))
+    copied = [r.rows for r in results.rows if r.phase.endswith(": copy published") and r.rows is not None]
+    out.append(line("MiB of the published file copied by a nightly run (copy-free publish)",
+                    float(max(copied)) if copied else None, 0, " MiB", ",.0f"))
+    peaks = [r.peak_mib for r in results.rows if r.peak_mib is not None and not r.phase.startswith("overhead: ")]
+    limit = _memory_limit_mib()
+    out.append(line("peak resident memory of any phase", max(peaks) if peaks else None, round(limit), " MiB", ",.0f"))
+    return out
+
+
 def _probe_dagster(folder: Path) -> None:
     """(subprocess) Dagster's fixed cost: imports, and a job run on an empty landing folder
     minus the same warehouse work done directly. Prints one JSON line."""
@@ -472,7 +516,7 @@ def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[
     with phase(results, "  same scan over stg.requests", log=log) as row:
         con.sql(SCAN_FLOOR_SQL.format(source="stg.requests")).fetchall()
         row.rows = data.history_calls
-    with phase(results, "  one per-call table written (CTAS of stg.requests)", log=log) as row:
+    with phase(results, CTAS_ROW, log=log) as row:
         # what writing one per-call table into the warehouse file costs by itself: the rebuild
         # writes two (core.calls, money-free, and core.call_costs) plus one row per task (core.tasks,
         # marts.task_costs)
@@ -597,6 +641,7 @@ def render(results: Results, spec: benchgen.GenSpec, header: str) -> str:
         f"rebuild <= 1.5x the scan floor: {marts_ratio:.2f}x; nightly 4x/1x <= 1.2: {growth:.2f}"
     )
     lines += target_lines(results)
+    lines += scale_target_lines(results)
     lines.append(f"floor_ratio={pipeline / floor:.2f} incremental_growth={growth:.2f}")
     return "\n".join(lines)
 
