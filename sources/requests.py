@@ -172,9 +172,11 @@ _INTS = {
     # cacheDetails: [{ttl: '5m' | '1h', inputTokens}] -- the cache writes by TTL (summed per TTL)
     "p_bc_cw_1h": ("CASE WHEN j.usage.cacheDetails IS NOT NULL THEN CAST(list_sum(list_transform(list_filter(j.usage.cacheDetails, lambda x: lower(trim(x.ttl)) = '1h'), lambda x: TRY_CAST(x.inputTokens AS BIGINT))) AS VARCHAR) END", "usage.cacheDetails"),
     "p_bc_cw_all": ("CASE WHEN j.usage.cacheDetails IS NOT NULL THEN CAST(list_sum(list_transform(j.usage.cacheDetails, lambda x: TRY_CAST(x.inputTokens AS BIGINT))) AS VARCHAR) END", "usage.cacheDetails"),
-    "p_chat_cached": ("j.usage.prompt_tokens_details.cached_tokens", "usage.prompt_tokens_details.cached_tokens"),
-    "p_ds_hit": ("j.usage.prompt_cache_hit_tokens", "usage.prompt_cache_hit_tokens"),
-    "p_ds_miss": ("j.usage.prompt_cache_miss_tokens", "usage.prompt_cache_miss_tokens"),
+    # DeepSeek: prompt_cache_hit_tokens where prompt_tokens_details.cached_tokens is absent (one field,
+    # not two: each integer field costs every line a parse)
+    "p_chat_cached": ("coalesce(j.usage.prompt_tokens_details.cached_tokens, j.usage.prompt_cache_hit_tokens)",
+                      "sql:CASE WHEN ds_hit_txt IS NOT NULL AND chat_cached_txt IS NULL THEN 'usage.prompt_cache_hit_tokens' "
+                      "ELSE 'usage.prompt_tokens_details.cached_tokens' END"),
     "p_chat_reasoning": ("j.usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"),
     "p_resp_cached": ("j.usage.input_tokens_details.cached_tokens", "usage.input_tokens_details.cached_tokens"),
     # OpenAI prompt caching writes (newer models): part of prompt_tokens / input_tokens, like cached_tokens
@@ -261,6 +263,8 @@ fields AS (
             OR j.usage.cacheReadInputTokenCount IS NOT NULL OR j.usage.cacheWriteInputTokenCount IS NOT NULL) AS bc_present,
            j.usage.prompt_tokens_details.cache_write_tokens IS NOT NULL AS j_chat_cw,
            j.usage.output_tokens_details.thinking_tokens AS thinking_detail_txt, j.usage.thinking_tokens AS thinking_alias_txt,
+           j.usage.prompt_tokens_details.cached_tokens AS chat_cached_txt,
+           j.usage.prompt_cache_hit_tokens AS ds_hit_txt, j.usage.prompt_cache_miss_tokens AS ds_miss_txt,
            {cd_bad}
            j.batch AS batch_raw,
            CASE WHEN j.batch IS NOT NULL THEN json_type(raw, '$.batch') END AS batch_type,
@@ -329,7 +333,7 @@ buckets AS (
     SELECT *,
            -- DeepSeek: prompt_cache_hit_tokens is the cached part of prompt_tokens where no
            -- prompt_tokens_details.cached_tokens says it
-           CASE usage_shape WHEN 'openai_chat' THEN p_prompt - coalesce(p_chat_cached, p_ds_hit, 0) - coalesce(p_openai_cw, 0)
+           CASE usage_shape WHEN 'openai_chat' THEN p_prompt - coalesce(p_chat_cached, 0) - coalesce(p_openai_cw, 0)
                             WHEN 'openai_responses' THEN p_input - coalesce(p_resp_cached, 0) - coalesce(p_openai_cw, 0)
                             -- Gemini: promptTokenCount includes the cached tokens; the tool-use
                             -- prompt (e.g. search results fed back) is input on top of it
@@ -337,7 +341,7 @@ buckets AS (
                             -- Bedrock: inputTokens excludes cache reads and writes (as Anthropic's input_tokens)
                             WHEN 'bedrock_converse' THEN p_input
                             ELSE p_input END AS uncached_input_tokens,
-           CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_cached, p_ds_hit, 0)
+           CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_cached, 0)
                             WHEN 'openai_responses' THEN coalesce(p_resp_cached, 0)
                             WHEN 'gemini' THEN coalesce(p_g_cached, 0)
                             WHEN 'bedrock_converse' THEN coalesce(p_cache_read, 0)
@@ -404,12 +408,15 @@ judged AS (
                  AND TRY_CAST(trim(thinking_detail_txt) AS DECIMAL(38,0)) IS DISTINCT FROM TRY_CAST(trim(thinking_alias_txt) AS DECIMAL(38,0))
                  THEN struct_pack(f := 'usage.output_tokens_details.thinking_tokens', r := 'disagrees with usage.thinking_tokens (its older alias): '
                       || thinking_detail_txt || ' vs ' || thinking_alias_txt)
-            WHEN usage_shape = 'openai_chat' AND p_chat_cached IS NOT NULL AND p_ds_hit IS NOT NULL AND p_chat_cached <> p_ds_hit
+            -- DeepSeek's hits beside OpenAI's cached_tokens must agree; hits + misses must be the prompt
+            WHEN usage_shape = 'openai_chat' AND ds_hit_txt IS NOT NULL AND chat_cached_txt IS NOT NULL
+                 AND TRY_CAST(trim(ds_hit_txt) AS DECIMAL(38,0)) IS DISTINCT FROM TRY_CAST(trim(chat_cached_txt) AS DECIMAL(38,0))
                  THEN struct_pack(f := 'usage.prompt_cache_hit_tokens', r := 'disagrees with usage.prompt_tokens_details.cached_tokens: '
-                      || p_ds_hit || ' vs ' || p_chat_cached)
-            WHEN usage_shape = 'openai_chat' AND p_ds_hit IS NOT NULL AND p_ds_miss IS NOT NULL AND p_ds_hit + p_ds_miss <> p_prompt
-                 THEN struct_pack(f := 'usage.prompt_cache_miss_tokens', r := 'prompt_cache_hit_tokens + prompt_cache_miss_tokens = '
-                      || (p_ds_hit + p_ds_miss) || ', not prompt_tokens = ' || p_prompt)
+                      || ds_hit_txt || ' vs ' || chat_cached_txt)
+            WHEN usage_shape = 'openai_chat' AND ds_miss_txt IS NOT NULL
+                 AND TRY_CAST(trim(ds_miss_txt) AS DECIMAL(38,0)) IS DISTINCT FROM p_prompt - coalesce(p_chat_cached, 0)
+                 THEN struct_pack(f := 'usage.prompt_cache_miss_tokens', r := 'prompt_cache_miss_tokens = ' || ds_miss_txt
+                      || ' is not prompt_tokens - prompt_cache_hit_tokens = ' || (p_prompt - coalesce(p_chat_cached, 0)))
             WHEN usage_shape = 'gemini' AND p_g_prompt < coalesce(p_g_cached, 0) THEN struct_pack(f := 'usageMetadata.cachedContentTokenCount', r := 'cached tokens exceed promptTokenCount, which includes them')
             WHEN uncached_input_tokens < 0 THEN struct_pack(f := 'usage.cached_tokens', r := 'cached tokens exceed the prompt tokens they are part of')
             WHEN thinking_tokens > completion_total THEN struct_pack(f := CASE usage_shape WHEN 'anthropic' THEN
