@@ -41,6 +41,11 @@ def test_bench_smoke_prints_table_and_contract_last_line(tmp_path: Path, capsys,
     assert " 1,500 " in rows["nightly 1x total"] and " 1,500 " in rows["nightly 4x total"]
     assert "all pass" in rows["checks"]
     assert any("0 unpriced calls" in line for line in out)
+    # issue 25: the smoke's 20,000-line CUR, read by read_csv and ingested (200 Bedrock lines, the rest skipped)
+    assert " 20,000 " in rows["cloud CUR: floor (read_csv, all columns)"]
+    assert "200 loaded, 19,800 skipped, 0 quarantined" in rows["cloud CUR: thinktax (Ingestor)"]
+    assert any(re.fullmatch(r"target: cloud CUR ingest rate vs read_csv >= 0\.5x: [0-9.]+x, (met|NOT met) "
+                            r"\(peak resident memory [0-9,]+ MiB, 20,000 lines\)", line) for line in out), out
     # issue 26's targets, each with its limit and met / NOT met (the copy is the whole published file today)
     targets = [line for line in out if line.startswith("target: ")]
     for name in ("ingest vs the read_json floor <= 1.5x", "full rebuild vs one per-call table written <= 1.6x",

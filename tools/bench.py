@@ -18,7 +18,11 @@ What it does, one phase after another in this process (data from :mod:`synthetic
    file, ingest of a landing folder holding the history plus one new day, the incremental
    plan and ``build_all`` by it, the SQL checks, ``publish``), once on a warehouse holding 1x history (the last quarter of
    the history files) and once on 4x history (all of them);
-5. the fixed orchestration overhead, in fresh subprocesses: Python start-up, ``import
+5. a cloud invoice (issue 25): an AWS CUR 2.0 CSV of ``--cur-lines`` lines (2,000,000, 1 % Bedrock,
+   tools/bench_cloud_cur.py) read whole by DuckDB's ``read_csv`` and ingested by ``Ingestor``, each in
+   a fresh process, with its peak resident memory; a ``target:`` line for the ingest at no less than
+   half the rate of ``read_csv``;
+6. the fixed orchestration overhead, in fresh subprocesses: Python start-up, ``import
    dagster``, loading the definitions, a Dagster job run on an empty landing folder minus the
    same warehouse work done directly, ``thinktax run`` on the demo's landing folder (what
    ``make run`` runs) and once more with nothing new, ``import great_expectations``; then one
@@ -415,10 +419,22 @@ def scale_target_lines(results: Results) -> list[str]:
     copied = [r.rows for r in results.rows if r.phase.endswith(": copy published") and r.rows is not None]
     out.append(line("MiB of the published file copied by a nightly run (copy-free publish)",
                     float(max(copied)) if copied else None, 0, " MiB", ",.0f"))
-    peaks = [r.peak_mib for r in results.rows if r.peak_mib is not None and not r.phase.startswith("overhead: ")]
+    peaks = [r.peak_mib for r in results.rows
+             if r.peak_mib is not None and not r.phase.startswith(("overhead: ", "cloud CUR: "))]
     limit = _memory_limit_mib()
     out.append(line("peak resident memory of any phase", max(peaks) if peaks else None, round(limit), " MiB", ",.0f"))
     return out
+
+
+def cur_target_lines(results: Results) -> list[str]:
+    """Issue 25: the CUR ingest at no less than half the rate of read_csv of the same file; its peak."""
+    rows = {r.phase: r for r in results.rows}
+    ingest = rows.get("cloud CUR: thinktax (Ingestor)")
+    if ingest is None:
+        return ["target: cloud CUR ingest rate vs read_csv >= 0.5x: not measured (--cur-lines 0)"]
+    rate = 1 / results.ratio(ingest)
+    return [f"target: cloud CUR ingest rate vs read_csv >= 0.5x: {rate:.2f}x, " + ("met" if rate >= 0.5 else "NOT met")
+            + f" (peak resident memory {ingest.peak_mib:,.0f} MiB, {ingest.rows:,} lines)"]
 
 
 def _probe_dagster(folder: Path) -> None:
@@ -467,8 +483,32 @@ def _probe_dagster(folder: Path) -> None:
 
 
 # -- the run -----------------------------------------------------------------------------------
+def cloud_cur(results: Results, root: Path, lines: int, log: Callable[[str], None]) -> None:
+    """Issue 25: a CUR 2.0 CSV of ``lines`` lines, 1 % Bedrock (tools/bench_cloud_cur.py), ingested by
+    ``Ingestor`` and read whole by DuckDB's ``read_csv``, each in a fresh process; the peak is the
+    child's resident high-water mark (the CUR parser's DuckDB runs with a 1 GB memory limit)."""
+    from tools.bench_cloud_cur import run_step, write_cur  # noqa: PLC0415
+
+    work = root / "cur"
+    path = work / "landing" / "bills" / "aws" / "cur2.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with phase(results, "cloud CUR: generate", log=log) as row:
+        ai = write_cur(path, lines)
+        row.rows = lines
+        row.note = f"{ai:,} Bedrock lines, {path.stat().st_size / lines:.0f} B/line"
+    for step, name, floor in (("read_csv_all", "cloud CUR: floor (read_csv, all columns)", None),
+                              ("thinktax_ingest", "cloud CUR: thinktax (Ingestor)", "cloud CUR: floor (read_csv, all columns)")):
+        log(f"{name} ...")
+        r = run_step(step, path, work)
+        note = "fresh process" if step == "read_csv_all" else (
+            f"fresh process; {r['loaded']:,} loaded, {r['skipped']:,} skipped, {r['quarantined']} quarantined")
+        results.rows.append(Row(name, int(r["rows"]), float(r["seconds"]), peak_mib=float(r["peak_rss_mb"]) * 1e6 / 2**20,
+                                floor=floor, note=note))
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[str], None],
-          engine: str = "duckdb") -> Results:
+          engine: str = "duckdb", cur_lines: int = 0) -> Results:
     from warehouse.db import Build  # noqa: PLC0415
     from warehouse.ingest import BUILD_COMMIT_EVERY, Ingestor  # noqa: PLC0415
     from warehouse.transform import build_all  # noqa: PLC0415
@@ -560,7 +600,11 @@ def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[
     if len(hist4) != 4 * len(hist1):
         results.notes.append(f"history is {len(hist4)} vs {len(hist1)} files: 4x is approximate")
 
-    # 4. fixed overhead
+    # 4. a cloud invoice (issue 25)
+    if cur_lines:
+        cloud_cur(results, root, cur_lines, log)
+
+    # 5. fixed overhead
     if overhead:
         fixed = orchestration_overhead(root, log)
         error = fixed.pop("error", None)
@@ -642,6 +686,7 @@ def render(results: Results, spec: benchgen.GenSpec, header: str) -> str:
     )
     lines += target_lines(results)
     lines += scale_target_lines(results)
+    lines += cur_target_lines(results)
     lines.append(f"floor_ratio={pipeline / floor:.2f} incremental_growth={growth:.2f}")
     return "\n".join(lines)
 
@@ -659,6 +704,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=benchgen.GenSpec.seed)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--probe-dagster", help=argparse.SUPPRESS)
+    p.add_argument("--cur-lines", type=int, default=None,
+                   help="lines of the AWS CUR 2.0 file ingested against read_csv (issue 25), default 2,000,000 "
+                        "(20,000 with --smoke); 0 skips it")
     p.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",
                    help="spark: also build the marts on a local[2] Spark session over the same staging")
     args = p.parse_args(argv)
@@ -685,7 +733,8 @@ def main(argv: list[str] | None = None) -> int:
         f"load average at start {os.getloadavg()[0]:.1f}"
     )
     try:
-        results = bench(spec, root, overhead=not args.smoke, log=log, engine=args.engine)
+        cur_lines = args.cur_lines if args.cur_lines is not None else (20_000 if args.smoke else 2_000_000)
+        results = bench(spec, root, overhead=not args.smoke, log=log, engine=args.engine, cur_lines=cur_lines)
         print(render(results, spec, header), flush=True)
     finally:
         if not args.keep:
