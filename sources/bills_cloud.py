@@ -158,6 +158,8 @@ NARROW_FIELDS = ("billing_period", "account_id", "usage_start", "usage_end", "ch
                  "service", "sku", "sku_id", "sub_category", "operation", "region", "resource_id", "quantity", "unit",
                  "cost", "currency")
 _HAS_RESOURCE = "nullif(trim(resource_id), '') IS NOT NULL"
+# Azure PricingModel values of usage a reservation or savings plan covers
+_BENEFIT_PRICING = "('reservation', 'savingsplan', 'savings plan')"
 
 
 CLOUDS = {
@@ -178,7 +180,7 @@ CLOUDS = {
                    "lower(trim(service)) = 'virtual machines'",
                    f"{_HAS_RESOURCE} "
                    "AND lower(coalesce(nullif(trim(charge_type), ''), 'usage')) = 'usage' "
-                   "AND lower(coalesce(trim(pricing_model), '')) NOT IN ('reservation', 'savingsplan', 'savings plan') "
+                   f"AND lower(coalesce(trim(pricing_model), '')) NOT IN {_BENEFIT_PRICING} "
                    "AND (regexp_matches(trim(coalesce(sku, '')), '^(Standard_)?N[CDGV]') "
                    "     OR regexp_matches(trim(coalesce(sub_category, '')), '^N[CDGV]'))",
                    "azure.virtual_machine"),
@@ -840,9 +842,6 @@ def _checks(cloud: Cloud) -> list[tuple[str, str, str]]:
         (end_field, "ts_end < ts_start", "'usage period ends before it starts'"),
     ]
     return out
-
-
-_BENEFIT_PRICING = "('reservation', 'savingsplan', 'savings plan')"
 
 
 def _azure_cost_basis(con: duckdb.DuckDBPyConnection) -> str | None:

@@ -66,6 +66,7 @@ from models.breakeven import capacity_calls_per_month, evaluate, quantize_usd, s
 from models.gpus import GpuSpec, UnknownGpuError, gpu_spec, normalize_gpu_name
 from models.sizing import Deployment, Sizing, size
 from models.spec import CallProfile, ModelSpec
+from warehouse.incremental import has_table
 from models.throughput import estimate_throughput
 from models.weights import BYTES_PER_PARAM
 
@@ -247,12 +248,6 @@ def call_profiles(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, dt.date], d
     return out
 
 
-def _has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    schema, name = table.split(".")
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                            [schema, name]).fetchall()[0][0])
-
-
 def net_rate_sql(con: duckdb.DuckDBPyConnection, source: str) -> str:
     """``source`` (SQL with the columns ``provider``, ``model``, ``day``, ``cost_usd``: list-price API
     spend) with ``net_to_list`` (NULL: no invoice rate), ``rate_month`` (the invoice month whose rate
@@ -260,8 +255,7 @@ def net_rate_sql(con: duckdb.DuckDBPyConnection, source: str) -> str:
     a row is ``marts.effective_rates.net_to_list`` of its provider (core.provider_key), model family
     (core.cloud_model_key) and month, else of the latest earlier month with one (the module doc).
     A row whose provider is NULL (self-hosted spend) takes none."""
-    if not (_has_table(con, "marts.effective_rates")
-            and "net_to_list" in {r[0] for r in con.execute("DESCRIBE marts.effective_rates").fetchall()}):
+    if not has_table(con, "marts.effective_rates"):  # a build without the SQL marts (a test of the economics alone)
         return (f"SELECT s.*, CAST(NULL AS DECIMAL(18,10)) AS net_to_list, CAST(NULL AS DATE) AS rate_month, "
                 f"s.cost_usd AS net_cost_usd FROM ({source}) s")
     return f"""

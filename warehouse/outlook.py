@@ -56,6 +56,7 @@ from warehouse.economics import (
     USD6, Built, Candidate, _finish, _gpu_key, _records, _settings, _write, api_months, call_profiles, candidates,
     hosts, net_rate_sql, offer_label, offers,
 )
+from warehouse.incremental import has_table
 
 SPEND_FORECAST = "marts.spend_forecast"
 DEPLOYMENT_OFFERS = "marts.deployment_offers"
@@ -155,10 +156,7 @@ def _setting(con: duckdb.DuckDBPyConnection, column: str, default: int) -> int:
     return default if value is None else int(value)
 
 
-def _has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    schema, name = table.split(".")
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                            [schema, name]).fetchall()[0][0])
+_has = has_table  # (warehouse/incremental.py)
 
 
 # --------------------------------------------------------------------------- spend forecast
@@ -602,9 +600,7 @@ def breakeven_outlook_rows(con: duckdb.DuckDBPyConnection, build_id: str | None,
     fc: dict[str, list[dict[str, Any]]] = {}
     fc_basis: dict[str, str] = {}
     if _has(con, SPEND_FORECAST):
-        has_basis = "api_price_basis" in {r[0] for r in con.execute(f"DESCRIBE {SPEND_FORECAST}").fetchall()}
-        for r in _records(con, "SELECT scope_value AS model, month, forecast_usd, hi95_usd, lo95_usd, "
-                               f"{'api_price_basis' if has_basis else 'NULL AS api_price_basis'} "
+        for r in _records(con, "SELECT scope_value AS model, month, forecast_usd, hi95_usd, lo95_usd, api_price_basis "
                                f"FROM {SPEND_FORECAST} WHERE scope = 'model' AND serving = 'api' ORDER BY month"):
             fc.setdefault(r["model"], []).append(r)
             fc_basis[r["model"]] = r["api_price_basis"]
