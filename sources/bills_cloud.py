@@ -280,7 +280,7 @@ def _resolve(spelling: str, cols: dict[str, tuple[str, str]]) -> str | None:
 
 # --- value parsing -------------------------------------------------------------------------------
 
-_MDY = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*([AaPp][Mm]))?)?")
+_MDY = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2}))?)?")
 
 
 def parse_time(value: str | None) -> dt.datetime | None:
@@ -295,13 +295,8 @@ def parse_time(value: str | None) -> dt.datetime | None:
     m = _MDY.fullmatch(s)
     try:
         if m:
-            mo, d, y, hh, mi, ss, ampm = m.groups()
-            hour = int(hh or 0)
-            if ampm:  # the EA portal's '6/1/2026 12:00:00 AM'
-                if not 1 <= hour <= 12:
-                    return None
-                hour = hour % 12 + (12 if ampm.lower() == "pm" else 0)
-            return dt.datetime(int(y), int(mo), int(d), hour, int(mi or 0), int(ss or 0))
+            mo, d, y, hh, mi, ss = m.groups()
+            return dt.datetime(int(y), int(mo), int(d), int(hh or 0), int(mi or 0), int(ss or 0))
         s = re.sub(r"\s*UTC$", "+00:00", s).replace("Z", "+00:00")
         if re.fullmatch(r"\d{6}", s):  # GCP invoice.month 'YYYYMM'
             return dt.datetime(int(s[:4]), int(s[4:]), 1)
