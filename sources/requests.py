@@ -84,14 +84,22 @@ present; else Bedrock Converse when any of inputTokens / outputTokens / totalTok
 cacheReadInputTokens / cacheWriteInputTokens is; else Anthropic when any of cache_read_input_tokens / cache_creation_input_tokens /
 thinking_tokens / cache_creation is present or the provider is 'anthropic'; Chat when prompt_tokens or
 completion_tokens is present; Responses otherwise. Parsing runs in an in-memory DuckDB
-(one JSON parse per line via json_transform), not a Python loop.
+(one JSON parse per line via json_transform), not a Python loop. A large file (the ingest's
+``BY_PATH_BYTES``, 32 MiB) is first read by path with DuckDB's typed ``read_json`` (``read_by_path``):
+the same query without splitting the file into lines or parsing each line twice. It is used only
+when it gives exactly the line path's rows (no line rejected, no blank line, no byte-order mark, no
+field of another JSON type than expected outside the lenient ones); any other file goes the line path,
+which names each rejected line (tests/sources/test_requests_by_path.py checks the two agree on every
+request file of the repository).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -201,15 +209,14 @@ _TIERS = {"default": "standard", "auto": "standard", "standard": "standard", "fl
 _TRAFFIC = {"TRAFFIC_TYPE_UNSPECIFIED": "standard", "ON_DEMAND": "standard", "PROVISIONED_THROUGHPUT": "standard",
             "ON_DEMAND_PRIORITY": "priority", "ON_DEMAND_FLEX": "flex", "BATCH": "batch"}
 
-_SQL = """
-WITH src AS (
+_LINE_HEAD = """src AS (
     -- blank lines (LF or CRLF) are not records (a regex, not trim(): trim copies every line)
     SELECT line, raw FROM lines WHERE NOT regexp_full_match(raw, '[ \t\r]*')
 ),
 parsed_once AS (
-    -- one JSON parse per good line: a line json_transform read (valid JSON) that starts with '{{'
+    -- one JSON parse per good line: a line json_transform read (valid JSON) that starts with '{'
     -- is an object; only the other lines are diagnosed with json_valid / json_type
-    SELECT line, raw, j0, j0 IS NOT NULL AND starts_with(raw, '{{') AS fast
+    SELECT line, raw, j0, j0 IS NOT NULL AND starts_with(raw, '{') AS fast
     FROM (SELECT line, raw, try(json_transform(raw, $structure)) AS j0 FROM src)
 ),
 objects AS (
@@ -237,7 +244,30 @@ typed AS (
            CASE WHEN fast THEN j0 WHEN is_object THEN coalesce(j0, json_transform(raw, $structure)) END AS j
     FROM objects
 ),
-fields AS (
+"""
+
+# The same query read by path (read_by_path): DuckDB's read_json gives the struct ``j`` of each
+# line directly (no split of the file into Python-visible lines, no second JSON parse). A line the
+# fast path cannot judge the same way (usage not found where the line path would ask json_type)
+# gets a reason, so the file falls back to the line path.
+_PATH_HEAD = """typed AS (
+    SELECT 0::BIGINT AS line, NULL::VARCHAR AS raw, true AS is_object,
+           CASE WHEN j.usage.prompt_tokens IS NOT NULL OR j.usage.completion_tokens IS NOT NULL
+                     OR j.usage.input_tokens IS NOT NULL OR j.usage.output_tokens IS NOT NULL
+                     OR j.usage.promptTokenCount IS NOT NULL OR j.usage.inputTokens IS NOT NULL
+                     OR j.usage.outputTokens IS NOT NULL
+                     OR (j.usageMetadata.promptTokenCount IS NOT NULL AND j.usage IS NULL) THEN 'OBJECT'
+                ELSE 'not judged by the fast path' END AS usage_type,
+           j
+    FROM (SELECT {lenient} AS j
+          FROM read_json($path, format = 'newline_delimited', records = false, columns = {{'j': $jtype}}))
+),
+"""
+
+_LINE_BATCH = "j.batch AS batch_raw, CASE WHEN j.batch IS NOT NULL THEN json_type(raw, '$.batch') END AS batch_type,"
+
+_SQL = """
+WITH {head}fields AS (
     SELECT line, raw, is_object, usage_type,
            j.ts AS ts_raw,
            coalesce(nullif(trim(j.request_id), ''), nullif(trim(j.responseId), ''), nullif(trim(j.id), ''),
@@ -266,8 +296,7 @@ fields AS (
            j.usage.prompt_tokens_details.cached_tokens AS chat_cached_txt,
            j.usage.prompt_cache_hit_tokens AS ds_hit_txt, j.usage.prompt_cache_miss_tokens AS ds_miss_txt,
            {cd_bad}
-           j.batch AS batch_raw,
-           CASE WHEN j.batch IS NOT NULL THEN json_type(raw, '$.batch') END AS batch_type,
+           {batch}
            lower(coalesce(nullif(trim(j.usage.inference_geo), ''), nullif(trim(j.region), ''),
                           nullif(trim(j.data_residency), ''))) AS processing_region,
            CASE WHEN j.output IS NOT NULL
@@ -470,7 +499,11 @@ def _nonblank(expr: str) -> str:
     return f"nullif({_trimmed(expr)}, '')"
 
 
-def _sql() -> str:
+def _sql(head: str = "", batch: str = "") -> str:
+    """The request query over the (line, raw) table ``lines`` (the line path), or with the head and
+    the batch columns of the path (``read_by_path``)."""
+    head = head or _LINE_HEAD
+    batch = batch or _LINE_BATCH
     ints = _INTS
     int_raw = ",\n           ".join(f"{expr} AS {name}_raw" for name, (expr, _) in ints.items())
     # An integer field must be a whole number >= 0 (JSON 12 or "12"; 12.0 is accepted as 12).
@@ -505,17 +538,44 @@ def _sql() -> str:
     traffic_types = ", ".join(f"'{t}'" for t in _TRAFFIC)
     traffic_tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TRAFFIC.items())
     cd_bad = _CD_BAD
-    sql = _SQL.format(cd_bad=cd_bad, traffic_types=traffic_types, traffic_list=", ".join(_TRAFFIC), traffic_tier_case=traffic_tier_case, tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
+    sql = _SQL.format(head=head, batch=batch, cd_bad=cd_bad, traffic_types=traffic_types, traffic_list=", ".join(_TRAFFIC), traffic_tier_case=traffic_tier_case, tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
     return re.sub(r"nullif\(trim\((j\.[a-z_.]+)\), ''\)", lambda m: _nonblank(m.group(1)), sql)
 
 
 _CD_BAD = """CASE WHEN j.usage.cacheDetails IS NOT NULL
                 THEN len(list_filter(j.usage.cacheDetails, lambda x: x.ttl IS NULL OR lower(trim(x.ttl)) NOT IN ('5m', '1h')
                                      OR NOT coalesce(regexp_full_match(trim(x.inputTokens), '[0-9]{1,18}'), false))) END AS bc_cd_bad,"""
+
+
+def _sql_type(spec: object) -> str:
+    """A json_transform structure (as _STRUCTURE) as a DuckDB type: read_json's ``columns``."""
+    if isinstance(spec, str):
+        return spec
+    if isinstance(spec, list):
+        return f"{_sql_type(spec[0])}[]"
+    assert isinstance(spec, dict)
+    return "STRUCT(" + ", ".join(f'"{k}" {_sql_type(v)}' for k, v in spec.items()) + ")"
+
+
+# batch as JSON: its JSON type (a boolean or not) is read from the value, as the line path reads it
+# from the line's text. read_json is strict where json_transform is lenient (a value of another
+# JSON type than the structure's is an error, not NULL): the fields whose type differs between
+# providers (output: OpenAI Responses' array, Bedrock Converse's object; and the other small
+# objects) are read as JSON and transformed as the line path transforms them. A type mismatch
+# anywhere else stops the read, and the file goes the line path.
+_PATH_LENIENT = ("output", "tools", "serviceTier", "ResponseMetadata")
+_PATH_TYPE = _sql_type({**_STRUCTURE, "batch": "JSON", **{k: "JSON" for k in _PATH_LENIENT}})
+
+
 # One query for every line: gating the issue-24 fields behind a search of the file's bytes for their
 # keys (tried first) cost more in the searches (~30 ms per key per 60 MB file) than it saved in the
 # query (docs/performance.md).
 _QUERY = _sql()
+# batch is read as JSON by path, so that its JSON type is known without the line's text
+_PATH_QUERY = _sql(
+    _PATH_HEAD.format(lenient="struct_update(j, " + ", ".join(
+        f"{k} := json_transform(j.{k}, '{json.dumps(_STRUCTURE[k])}')" for k in _PATH_LENIENT) + ")"),
+    "CAST(j.batch AS VARCHAR) AS batch_raw, json_type(j.batch) AS batch_type,")
 
 
 def sniff(data: bytes, name: str) -> bool:
@@ -548,6 +608,41 @@ def _lines(data: bytes) -> pa.Table:
 def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     good, rejects = run_lines(_lines(data), ctx)
     return Parsed(TABLE, good, rejects, "requests_jsonl")
+
+
+
+def read_by_path(path: Path, data: bytes, ctx: ParseContext, read_stat: os.stat_result | None = None) -> Parsed | None:
+    """``parse(data, ...)`` for a large file, read by DuckDB's ``read_json`` from ``path`` (whose
+    decoded bytes are ``data``): one typed read of the file, no split into lines and no second JSON
+    parse. It gives exactly what ``parse`` gives, or None when it cannot, and then the caller runs
+    the line path (``parse``): a file the reader refuses (a line that is not a JSON object, or whose
+    fields do not fit their types), a file with any line the query rejects (the line path names the
+    line, field and reason, and keeps the line's text), with blank lines or a byte-order mark (the
+    line numbers would differ), or one that changed on disk since ``data`` was read (the rows would
+    not be those of its sha256: ``read_stat`` is the file's stat when ``data`` was read)."""
+    if not data or data.startswith(b"\xef\xbb\xbf"):
+        return None
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    before = read_stat or path.stat()
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'; SET preserve_insertion_order = true")
+        out = con.sql(_PATH_QUERY, params={
+            "path": str(path), "jtype": _PATH_TYPE,
+            "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1),
+        }).to_arrow_table()
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    after = path.stat()
+    if (out.num_rows != lines or out["reject_reason"].null_count != out.num_rows
+            or (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns)):
+        return None
+    # no blank line: the n-th row is the n-th line (one scan, insertion order preserved)
+    good = out.select(_OUT_COLUMNS)
+    good = good.set_column(0, "line", pa.array(np.arange(1, lines + 1, dtype=np.int64)))
+    return Parsed(TABLE, good, [], "requests_jsonl")
 
 
 def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False) -> tuple[pa.Table, list[Reject]]:

@@ -67,3 +67,5 @@ def _one(data: bytes, name: str, ctx: ParseContext) -> Parsed | Exception:
 # parse function -> its batch version: a spec whose parse is another function (a wrapper, a
 # test's) is parsed one file at a time with that function
 BATCH_PARSERS = {requests.parse: parse_many}
+# parse function -> its reader by path, for a large file (warehouse/ingest.py BY_PATH_BYTES)
+BY_PATH = {requests.parse: requests.read_by_path}

@@ -1,0 +1,169 @@
+"""Large request files read by path (``sources.requests.read_by_path``, DuckDB's ``read_json``) give
+exactly what the line path (``sources.requests.parse``) gives, or hand the file back to it.
+
+The claim is checked on every request file the repository holds: the bad-input corpus
+(tests/corpus/), the provider payloads of tests/fixtures/real/payloads landed as request lines, and
+a generated demo landing (with its Bedrock / Vertex AI / Azure traffic). For each file, either the
+fast path takes it and its rows are the line path's rows, column for column, or it declines it,
+and then the line path finds a reason the fast path cannot reproduce (a reject, a blank line, a
+byte-order mark, an error). Nothing else may make it decline: a file the line path loads whole is
+taken. Then the whole ingest of every request corpus case, with every file forced through the fast
+path route, leaves staging, quarantine and the file accounting identical to the batched line path.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from sources import requests
+from sources.base import ParseContext, SourceFormatError
+from synthetic.demo import DemoSpec, write_landing
+from tests.sources.test_real_payloads import MANIFEST, landing_line
+from warehouse import ingest as ingest_mod
+from warehouse.db import migrate
+from warehouse.ingest import Ingestor
+
+TESTS = Path(__file__).resolve().parents[1]
+CORPUS = TESTS / "corpus"
+NOW = dt.datetime(2025, 8, 1)  # the corpus' "today" (tests/test_corpus.py)
+CORPUS_FILES = sorted(p for p in CORPUS.glob("req_*/telemetry/requests/**/*") if p.is_file())
+NO_ROUTE = {"req_empty_file", "req_not_utf8", "req_anthropic_batch_results", "req_openai_batch_output"}
+CORPUS_FILES += sorted(p for p in CORPUS.glob("accounting_*/telemetry/requests/**/*") if p.is_file())
+
+
+def _decoded(path: Path) -> bytes | None:
+    raw = path.read_bytes()
+    try:
+        data = gzip.decompress(raw) if path.name.endswith(".gz") else raw
+        data.decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError):
+        return None  # the ingest rejects the file before any parser sees it
+    return data
+
+
+def _blank_lines(data: bytes) -> bool:
+    return any(not line.strip(b" \t\r") for line in data.split(b"\n")[:-1 if data.endswith(b"\n") else None])
+
+
+def _compare(path: Path, ctx: ParseContext) -> str:
+    """'fast' when the fast path took the file (and its rows are asserted equal to the line path's),
+    else the reason the line path gives for declining."""
+    data = _decoded(path)
+    assert data is not None
+    fast = requests.read_by_path(path, data, ctx)
+    try:
+        slow = requests.parse(data, path.name, ctx)
+    except SourceFormatError as exc:
+        assert fast is None, f"{path}: the line path stops ({exc}), the fast path must decline"
+        return "error"
+    if fast is not None:
+        assert slow.rejects == [], f"{path}: fast path took a file with rejects"
+        assert fast.rows.schema == slow.rows.schema
+        assert fast.rows.equals(slow.rows), f"{path}: rows differ"
+        assert fast.format == slow.format and fast.table == slow.table
+        return "fast"
+    if slow.rejects:
+        return "rejects"
+    if data.startswith(b"\xef\xbb\xbf"):
+        return "bom"
+    if _blank_lines(data):
+        return "blank lines"
+    pytest.fail(f"{path}: the fast path declined a file the line path loads whole")
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_corpus_file_by_path_is_the_line_path(path: Path):
+    if _decoded(path) is None:
+        pytest.skip("not gzip / not UTF-8: refused before parsing (tests/test_corpus.py)")
+    _compare(path, ParseContext(ingested_at=NOW.replace(tzinfo=dt.timezone.utc)))
+
+
+def test_the_corpus_exercises_both_outcomes():
+    ctx = ParseContext(ingested_at=NOW.replace(tzinfo=dt.timezone.utc))
+    outcomes = {str(p.relative_to(CORPUS)): _compare(p, ctx) for p in CORPUS_FILES if _decoded(p) is not None}
+    # worked from the corpus README: which cases hold a bad line, which are clean
+    assert outcomes["req_three_usage_shapes/telemetry/requests/calls.jsonl"] == "fast"
+    assert outcomes["req_naive_vs_utc_timestamps/telemetry/requests/calls.jsonl"] == "fast"
+    assert outcomes["req_gzip_good_and_corrupt/telemetry/requests/good.jsonl.gz"] == "fast"
+    assert outcomes["req_bad_numbers/telemetry/requests/calls.jsonl"] == "rejects"
+    assert outcomes["req_truncated_last_line/telemetry/requests/calls.jsonl"] == "rejects"
+    assert outcomes["req_bom_crlf_blank_lines/telemetry/requests/calls.jsonl"] in ("bom", "blank lines")
+    assert outcomes["req_empty_file/telemetry/requests/empty.jsonl"] == "error"
+
+
+def test_real_payloads_by_path_are_the_line_path(tmp_path: Path):
+    path = tmp_path / "payloads.jsonl"
+    path.write_text("".join(json.dumps(landing_line(p)) + "\n" for p in MANIFEST))
+    assert _compare(path, ParseContext(ingested_at=dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))) == "fast"
+    # CRLF line ends: the same rows again
+    crlf = tmp_path / "payloads_crlf.jsonl"
+    crlf.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    assert _compare(crlf, ParseContext(ingested_at=dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))) == "fast"
+
+
+def test_demo_request_files_by_path_are_the_line_path(tmp_path: Path):
+    write_landing(tmp_path / "landing", DemoSpec(days=3, tasks_per_day=150, seed=11))
+    files = sorted((tmp_path / "landing" / "telemetry" / "requests").rglob("*.jsonl*"))
+    assert len(files) >= 3
+    ctx = ParseContext(ingested_at=dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    outcomes = {p.name: _compare(p, ctx) for p in files}
+    # the demo lands one file of deliberately bad lines (synthetic/demo.py): the line path's rejects
+    assert outcomes.pop("openai_chat__late-fixups.jsonl") == "rejects"
+    assert set(outcomes.values()) == {"fast"}
+
+
+def test_a_file_changed_since_it_was_read_is_left_to_the_line_path(tmp_path: Path):
+    path = tmp_path / "calls.jsonl"
+    line = {"ts": "2026-07-01T00:00:00Z", "request_id": "r1", "model": "o3", "provider": "openai",
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+    path.write_text(json.dumps(line) + "\n")
+    data, stat = path.read_bytes(), path.stat()
+    ctx = ParseContext(ingested_at=dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    assert requests.read_by_path(path, data, ctx, stat) is not None
+    path.write_text(json.dumps({**line, "request_id": "r2"}) + "\n" + json.dumps(line) + "\n")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert requests.read_by_path(path, data, ctx, stat) is None
+
+
+def _ingest(landing: Path, db: Path, by_path_bytes: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
+    monkeypatch.setattr(ingest_mod, "BY_PATH_BYTES", by_path_bytes)
+    con = duckdb.connect(str(db))
+    migrate(con)
+    Ingestor(con, landing, now=NOW).ingest()
+    out = {
+        "stg.requests": con.sql("SELECT * EXCLUDE (file_id) , (SELECT file FROM ops.ingested_files f WHERE f.file_id = r.file_id) "
+                                "FROM stg.requests r ORDER BY ALL").fetchall(),
+        "ops.quarantine": con.sql("SELECT f.file, q.line, q.field, q.reason, q.raw FROM ops.quarantine q "
+                                  "JOIN ops.ingested_files f USING (file_id) ORDER BY ALL").fetchall(),
+        "ops.ingested_files": con.sql("SELECT file, status, rows_in, rows_loaded, rows_duplicate, rows_quarantined, rows_skipped "
+                                      "FROM ops.ingested_files ORDER BY file").fetchall(),
+    }
+    con.close()
+    return out
+
+
+@pytest.mark.parametrize("case", sorted({p.relative_to(CORPUS).parts[0] for p in CORPUS_FILES}))
+def test_ingest_by_path_equals_the_batched_line_path(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    landing = CORPUS / case
+    batched = _ingest(landing, tmp_path / "batched.duckdb", 1 << 62, monkeypatch)
+    calls = []
+    real = requests.read_by_path
+
+    def counted(*a, **k):
+        out = real(*a, **k)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr("sources.requests_many.BY_PATH", {requests.parse: counted})
+    by_path = _ingest(landing, tmp_path / "by_path.duckdb", 0, monkeypatch)
+    assert by_path == batched
+    # files that never reach the request parser: an empty file and a Latin-1 one are refused first,
+    # batch result files have their own parser (sources/requests_batch.py)
+    assert bool(calls) == (case not in NO_ROUTE), calls
