@@ -612,6 +612,9 @@ class SparkIngest:
             verdicts = spark.sql(sqlglot.transpile(sql, read="duckdb", write="spark")[0]).drop("_rn", "_first_vals")
         path = f"{scratch}/classified/{table}"
         verdicts.write.mode("overwrite").parquet(path)
+        if key:  # the session is shared: leave no temporary views behind in the catalog
+            spark.catalog.dropTempView("_incoming")
+            spark.catalog.dropTempView("_stored")
         if key:
             quarantine.append(spark.read.parquet(path).where("_verdict = 'conflict'").select(
                 "file_id", "file", "line", F.lit(", ".join(key)).alias("field"),
