@@ -68,7 +68,7 @@ screenshot: $(STAMP)
 # The FinOps Foundation's focus-validator 2.2.1 needs Python 3.12, so it gets its own venv
 # (.thinktax/focus-venv) from the pins in tools/focus-validator.txt; PY312 is found on PATH or
 # under pyenv. `make focus-validate FOCUS_FILE=out/focus_costs_2026-06.parquet` runs it offline
-# (docs/bi.md); tests/test_focus_validator.py makes the same venv itself.
+# (docs/bi.md); tests/commands/test_focus_validator.py makes the same venv itself.
 PY312      ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python) $(shell python3.12 -c "import sys; print(sys.executable)" 2>/dev/null))
 FOCUS_VENV := .thinktax/focus-venv
 focus-venv: $(FOCUS_VENV)/.installed

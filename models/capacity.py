@@ -26,7 +26,7 @@ replayed calls (a few thousand per hour, ``MAX_CALLS`` at most: the busiest hour
 the whole history); there are no random draws, so the same calls give the same plan (deterministic
 by construction; a tie in arrival time keeps the calls' order, the call id in the SQL).
 
-Worked (tests/test_capacity.py): 8 calls at t = 0 (4 of 100 s, 4 of 10 s, alternating) and 12
+Worked (tests/models/test_capacity.py): 8 calls at t = 0 (4 of 100 s, 4 of 10 s, alternating) and 12
 isolated 10 s calls, 2 slots per replica, target 15 s at p95: 2 slots give waits up to 210 s (p95 =
 the 19th of 20 = 120 s), 4 slots 20 s, 6 slots 10 s -> 3 replicas.
 """

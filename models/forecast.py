@@ -749,7 +749,7 @@ def forecast_many(jobs: list[Job], *, seed: int = SEED) -> list[SeriesForecast]:
     """``forecast_daily(first_day, values, last_day, horizon_months, seed=seed)`` for each job, in order.
 
     The results are those of calling :func:`forecast_daily` on each job (the same function on the
-    same floats, in another process: ``tests/test_forecast.py`` compares them). Jobs with equal
+    same floats, in another process: ``tests/models/test_forecast.py`` compares them). Jobs with equal
     inputs are fitted once; the distinct ones that need model fits are spread over worker
     processes forked from this one (statsmodels imported first, so that no worker imports it).
     """

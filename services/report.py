@@ -14,7 +14,7 @@ the latest day in the warehouse), by running those very files.
 
 `thinktax report` writes it; the Dagster asset ops/report (pipelines/defs/report.py) writes it
 next to the warehouse after every publish. `screenshot()` renders it to PNG with headless Chromium
-(`make screenshot` -> docs/img/report.png, and tests/test_report.py).
+(`make screenshot` -> docs/img/report.png, and tests/services/test_report.py).
 """
 
 from __future__ import annotations

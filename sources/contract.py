@@ -12,7 +12,7 @@ column(s) that place a row on a UTC day (daily partitions) and the rules its new
 * the GX suites (``warehouse.expectations.suites``): ``not_null`` for every NOT NULL column, the
   column rules, the table rules;
 * the DDL of a *new* staging table (:meth:`Table.create_sql`). The migrations in
-  ``warehouse/migrations`` are history and append-only; ``tests/test_contract.py`` checks that
+  ``warehouse/migrations`` are history and append-only; ``tests/sources/test_contract.py`` checks that
   the migrated DDL of every stg table equals the declaration (names, types, NOT NULL, order),
   and that every stg table the migrations create is declared here, so the two cannot drift.
   Adding a column: add it at the end of its declaration here, then write its migration with
@@ -968,7 +968,7 @@ def render_markdown() -> str:
         "What the parsers load, one table per landed format family. Each table is declared once in "
         "`sources/contract.py`; the parsers' Arrow schemas, the ingest's de-duplication key, the days a "
         "file touches and the Great Expectations suite (docs/data-quality.md) are derived from the "
-        "declaration, and `tests/test_contract.py` checks that the migrated DDL equals it.",
+        "declaration, and `tests/sources/test_contract.py` checks that the migrated DDL equals it.",
         "",
         "| table | key (de-duplication) | day column(s) |",
         "|---|---|---|",

@@ -37,7 +37,7 @@ the instrumentations people run write instead:
   (``_SCOPE_MEANINGS``). The conventions: I = the whole prompt (R and W in it), O = the whole
   completion (T in it): buckets uncached I-R-W, cached R, write W, thinking T, output O-T. Where I
   excludes the cache: uncached I. Where O excludes the reasoning: output O. Read from each package's
-  code (the versions of tools/otel-instrumentations.txt; tests/test_otel_instrumentations.py runs
+  code (the versions of tools/otel-instrumentations.txt; tests/sources/test_otel_instrumentations.py runs
   them against provider response bodies):
 
   ========================================  ==========  ===========================================  ====================

@@ -1,6 +1,6 @@
 """A small landing folder whose costs are worked by hand, and one pipeline run over it.
 
-Shared by tests/test_bi.py, tests/test_report.py and tests/test_column_docs.py (imported as a
+Shared by tests/sql/test_bi.py, tests/services/test_report.py and tests/warehouse/test_column_docs.py (imported as a
 plain module: pytest puts tests/ on sys.path). The run goes through the real Dagster job
 (`thinktax run`), so the published warehouse is exactly what BI tools would open, column comments
 and report included. It runs once per test session and is cached here.

@@ -1,5 +1,5 @@
 """Shared fixtures: a small hand-made landing folder whose costs are worked out by hand in
-tests/test_costs_hand_worked.py, and helpers to run the pipeline on a temporary warehouse."""
+tests/sql/test_costs_hand_worked.py, and helpers to run the pipeline on a temporary warehouse."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def _isolated_dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 # ---- test tiers (issue 27 item 5) ------------------------------------------------------------
 # `make check` is the fast tier: `-m "not slow and not spark and not postgres and not venv"`;
 # `make test` (CI) runs everything. The markers are given here by what a test needs, so that a new
-# test in tests/spark/ or one using the Postgres or validator-venv fixtures lands in the right tier.
+# test in tests/warehouse/spark/ or one using the Postgres or validator-venv fixtures lands in the right tier.
 _TIER_FIXTURES = {"server": "postgres", "validator": "venv", "spark": "spark", "scenario": "spark",
                   "connect_server": "spark"}
 

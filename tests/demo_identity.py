@@ -46,7 +46,7 @@ def build_demo(root: Path, spec: dict[str, int] = SPEC) -> duckdb.DuckDBPyConnec
 
     # without the cloud teams (issue 24): the tables recorded before them must come out identical, which
     # proves a call in none of the new shapes costs exactly what it did (synthetic/demo.py draws the
-    # cloud traffic with its own seed; tests/test_demo_clouds.py checks what it adds)
+    # cloud traffic with its own seed; tests/synthetic/test_demo_clouds.py checks what it adds)
     write_landing(root / "landing", DemoSpec(**spec, clouds=False))
     con, _ = build_warehouse(root / "landing", root / "w.duckdb")
     for e in ECONOMICS:

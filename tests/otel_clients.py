@@ -1,4 +1,4 @@
-"""Run in .thinktax/otel-venv by tests/test_otel_instrumentations.py (never imported by thinktax or
+"""Run in .thinktax/otel-venv by tests/sources/test_otel_instrumentations.py (never imported by thinktax or
 by pytest): one instrumentation, the real SDK clients against the test's stub server, spans exported
 with the real OTLP/HTTP exporter to the test's receiver.
 

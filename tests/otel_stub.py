@@ -1,4 +1,4 @@
-"""The two local servers of tests/test_otel_instrumentations.py, each on 127.0.0.1 and a free port.
+"""The two local servers of tests/sources/test_otel_instrumentations.py, each on 127.0.0.1 and a free port.
 
 * Stub: answers every POST with the response body tests/fixtures/real/otel_bodies/<first path
   segment>.json (so a client pointed at ``<stub>/<body>`` gets that body) and notes which body it

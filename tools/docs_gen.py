@@ -4,7 +4,7 @@
 every asset: SQL models and Python-built marts alike) on an empty landing folder in a temporary
 folder, applies warehouse/comments.py to that warehouse, and lists every marts.* and ops.* table
 with its columns' DuckDB types, meaning and unit, read back from the comments DuckDB stores.
-tests/test_column_docs.py fails when docs/warehouse.md differs from what this writes, so the
+tests/warehouse/test_column_docs.py fails when docs/warehouse.md differs from what this writes, so the
 page cannot go stale.
 """
 

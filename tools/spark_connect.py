@@ -18,7 +18,7 @@ What it does (docs/operations.md, "Spark engine"):
    runs this script (thinktax's .venv: pyarrow, sources/), and waits for its "Spark Connect
    server started at" line.
 
-Only the standard library is used, so any Python 3.11 runs it; tests/spark/test_connect.py
+Only the standard library is used, so any Python 3.11 runs it; tests/warehouse/spark/test_connect.py
 imports it by path.
 """
 

@@ -11,7 +11,7 @@ Every column comment reads ``<meaning>. Unit: <unit>.``; `docs/warehouse.md` is 
 these comments (`make docs`, `tools.docs_gen`). A mart's table comment is the header comment
 of its SQL file (what it is, its grain), so it cannot drift from the SQL.
 
-Adding a column to a mart or an ops table: add its line below (tests/test_column_docs.py fails
+Adding a column to a mart or an ops table: add its line below (tests/warehouse/test_column_docs.py fails
 until you do), then run `make docs`.
 """
 

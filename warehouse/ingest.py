@@ -30,7 +30,7 @@ per query (``sources/requests_many.py``) and their rows de-duplicated and checke
 (:meth:`Ingestor._prepare`): one set of statements for up to :data:`BATCH_FILES` files instead of
 a dozen per file. Each file is still loaded on its own, in order, when the loop reaches it -- a
 few INSERTs from the prepared rows -- with the same file_id, rows, quarantine rows and
-accounting as when it is ingested alone (``tests/test_ingest_batch.py``).
+accounting as when it is ingested alone (``tests/warehouse/test_ingest_batch.py``).
 """
 
 from __future__ import annotations

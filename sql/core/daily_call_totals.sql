@@ -7,7 +7,7 @@
 -- was priced at (core.call_costs rate_* columns: tier, long context, uplift applied): *_cost_usd;
 -- cache writes are split into 5-minute (cache_write_tokens - cache_write_1h_tokens) and 1-hour;
 -- request_fees_usd = per-query fees. For a priced API call the bucket costs plus its fees are its
--- cost_usd (tests/test_focus_validator.py checks it on every call of the demo).
+-- cost_usd (tests/commands/test_focus_validator.py checks it on every call of the demo).
 -- @kind: incremental_by_day
 -- @grain: day x team x tier x serving x provider x model x price_version_id x price_basis x priced
 WITH calls AS (

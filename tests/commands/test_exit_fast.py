@@ -27,7 +27,7 @@ def test_a_run_process_prints_its_summary_through_a_pipe_and_publishes(mini_land
     proc = _thinktax("run", "--landing", str(mini_landing), "--warehouse", str(wh))
     assert proc.returncode == 0, proc.stderr[-2000:]
     # the summary is the last thing printed, after the run: it was flushed before the process ended
-    # (cost of all calls: 0.20225 + 0.0028 + 0.0567 + 113.28 + 28.32, tests/test_costs_hand_worked.py)
+    # (cost of all calls: 0.20225 + 0.0028 + 0.0567 + 113.28 + 28.32, tests/sql/test_costs_hand_worked.py)
     assert "5 calls in 4 tasks" in proc.stdout and "$141.86" in proc.stdout
     assert proc.stdout.endswith("\n") and proc.stdout.splitlines()[-1].startswith("query it:  thinktax sql ")
     assert f"warehouse: {wh}" in proc.stdout

@@ -1,5 +1,5 @@
 """marts.focus_costs against the FinOps Foundation's own validator, and `thinktax export focus`
-(the FOCUS 1.2 files, `--spec 1.2`; the 1.3 files are in tests/test_focus13.py and, against the
+(the FOCUS 1.2 files, `--spec 1.2`; the 1.3 files are in tests/commands/test_focus13.py and, against the
 validator, at the end of this file).
 
 The validator (`focus-validator` 2.2.1, rule set 1.2.0.1, shipped inside the package: run offline
@@ -35,7 +35,7 @@ from tests.conftest import build_warehouse
 from thinktax.commands.export import export_focus
 from synthetic.demo import DemoSpec, write_landing
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".thinktax" / "focus-venv"
 PINS = REPO / "tools" / "focus-validator.txt"
 
@@ -211,13 +211,13 @@ def test_the_validator_fails_one_invoice_rule_whatever_the_invoice_ids(validator
 
 @pytest.fixture(scope="module")
 def modifiers_export(tmp_path_factory):
-    """The 480 generated calls of tests/test_pricing_crosscheck.py (every service tier, batch,
+    """The 480 generated calls of tests/sql/test_pricing_crosscheck.py (every service tier, batch,
     long context, 1-hour cache writes, regional uplift, web-search fees) on the real LiteLLM
     price snapshot, built and exported as FOCUS."""
     import json as _json
     import random
 
-    from tests.test_pricing_crosscheck import REAL, generate
+    from tests.sql.test_pricing_crosscheck import REAL, generate
 
     root = tmp_path_factory.mktemp("focus_modifiers")
     landing = root / "landing"

@@ -15,7 +15,7 @@ def test_run_publishes_and_sql_reads(mini_landing: Path, tmp_path: Path, capsys)
     assert main(["run", "--landing", str(mini_landing), "--warehouse", str(wh)]) == 0
     out = capsys.readouterr().out
     assert "5 calls in 4 tasks" in out and "warehouse:" in out
-    # cost of all calls = 0.20225 + 0.0028 + 0.0567 + 113.28 + 28.32 (tests/test_costs_hand_worked.py)
+    # cost of all calls = 0.20225 + 0.0028 + 0.0567 + 113.28 + 28.32 (tests/sql/test_costs_hand_worked.py)
     assert "$141.86" in out
     assert "rebuild: full (no earlier build of the SQL models)" in out
     assert main(["sql", "SELECT tier, sum(calls) AS calls FROM marts.tier_mix WHERE team = '*' GROUP BY tier ORDER BY tier",

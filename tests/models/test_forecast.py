@@ -161,7 +161,7 @@ def test_prewarm_imports_statsmodels_in_a_thread_that_forecast_many_waits_for():
     import sys
     from pathlib import Path
 
-    proc = subprocess.run([sys.executable, "-c", PREWARM], cwd=Path(__file__).resolve().parents[1],
+    proc = subprocess.run([sys.executable, "-c", PREWARM], cwd=Path(__file__).resolve().parents[2],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["1", "[False]", "True", "True"]

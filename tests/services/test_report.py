@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 import pytest
 
-import bi_landing
+from tests import bi_landing
 from pipelines.defs.report import REPORT, report as report_asset
 from pipelines.defs.resources import ThinktaxResource
 from thinktax import report

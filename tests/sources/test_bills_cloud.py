@@ -171,7 +171,7 @@ def _legacy_rows(flavour: str) -> tuple[list[str], list[list[str]]]:
     import csv  # noqa: PLC0415
     import json  # noqa: PLC0415
 
-    from tests.test_cloud_bills import FIXTURES  # noqa: PLC0415
+    from tests.sql.test_cloud_bills import FIXTURES  # noqa: PLC0415
 
     src = next((FIXTURES / "aws").rglob("*.csv"))
     rows = list(csv.DictReader(src.open()))
@@ -200,7 +200,7 @@ def test_the_legacy_cur_reads_as_cur_2(tmp_path, flavour):
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
 
-    from tests.test_cloud_bills import FIXTURES  # noqa: PLC0415
+    from tests.sql.test_cloud_bills import FIXTURES  # noqa: PLC0415
 
     def load(landing):
         con = duckdb.connect()

@@ -209,7 +209,7 @@ def test_thinktax_run_publishes_spans_and_spend_logs_through_every_check(tmp_pat
     assert capsys.readouterr().out.splitlines()[-1] == "0.469700"
 
 
-# -- the names the instrumentations write (tests/test_otel_instrumentations.py runs the real packages) --
+# -- the names the instrumentations write (tests/sources/test_otel_instrumentations.py runs the real packages) --
 
 T3 = "5bf92f3577b34da6a3ce929d0e0e4737"
 

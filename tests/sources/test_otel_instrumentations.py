@@ -44,7 +44,7 @@ from warehouse.db import Build
 from warehouse.ingest import Ingestor
 from warehouse.transform import build_all
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".thinktax" / "otel-venv"
 PINS = REPO / "tools" / "otel-instrumentations.txt"
 CLIENTS = REPO / "tests" / "otel_clients.py"

@@ -32,7 +32,7 @@ from warehouse.ingest import Ingestor
 
 TESTS = Path(__file__).resolve().parents[1]
 CORPUS = TESTS / "corpus"
-NOW = dt.datetime(2025, 8, 1)  # the corpus' "today" (tests/test_corpus.py)
+NOW = dt.datetime(2025, 8, 1)  # the corpus' "today" (tests/warehouse/test_corpus.py)
 CORPUS_FILES = sorted(p for p in CORPUS.glob("req_*/telemetry/requests/**/*") if p.is_file())
 NO_ROUTE = {"req_empty_file", "req_not_utf8", "req_anthropic_batch_results", "req_openai_batch_output"}
 CORPUS_FILES += sorted(p for p in CORPUS.glob("accounting_*/telemetry/requests/**/*") if p.is_file())
@@ -81,7 +81,7 @@ def _compare(path: Path, ctx: ParseContext) -> str:
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: str(p.relative_to(CORPUS)))
 def test_corpus_file_by_path_is_the_line_path(path: Path):
     if _decoded(path) is None:
-        pytest.skip("not gzip / not UTF-8: refused before parsing (tests/test_corpus.py)")
+        pytest.skip("not gzip / not UTF-8: refused before parsing (tests/warehouse/test_corpus.py)")
     _compare(path, ParseContext(ingested_at=NOW.replace(tzinfo=dt.timezone.utc)))
 
 

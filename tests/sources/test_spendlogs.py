@@ -34,7 +34,7 @@ import pytest
 from tests.conftest import build_warehouse, write_files
 from thinktax.commands import fetch_spendlogs as fs
 
-DDL = Path(__file__).parent / "fixtures" / "litellm" / "LiteLLM_SpendLogs.sql"
+DDL = Path(__file__).resolve().parents[1] / "fixtures" / "litellm" / "LiteLLM_SpendLogs.sql"
 PASSWORD = "s3cret-Pw-7781"  # must never appear in output, landing files or the warehouse
 
 PRICES = {

@@ -37,7 +37,7 @@ import duckdb
 import pytest
 
 from tests.conftest import build_warehouse
-from tests.test_cloud_bills import FIXTURES
+from tests.sql.test_cloud_bills import FIXTURES
 
 SHEET = "provider,model,input_usd_per_mtok,cached_input_usd_per_mtok,output_usd_per_mtok,currency\nazure,gpt-4o,2.5,1.25,10,USD\n"
 SRC = next((FIXTURES / "azure").rglob("*.csv")).read_text().splitlines()

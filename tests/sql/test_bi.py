@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
-import bi_landing
+from tests import bi_landing
 from thinktax.config import Config
 from warehouse.db import Build
 

@@ -39,7 +39,7 @@ from tests.conftest import REAL, build_warehouse, write_files
 from warehouse.db import migrate
 from warehouse.transform import load_models
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DAYS = range(1, 31)
 PLANTED = D("1.25")
 

@@ -46,7 +46,7 @@ from services import alert
 from services.config import Alert, Config
 from tests.conftest import build_warehouse
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "bills" / "cloud"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bills" / "cloud"
 TS = "2026-06-10T12:00:00Z"
 SONNET = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 SHEET = (

@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import build_warehouse, real_sheet_landing
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHEET = REPO / "data" / "real" / "litellm" / "model_prices_and_context_window.2026-07-24.json"
 TS = "2026-07-30T12:00:00Z"
 ARN = "arn:aws:bedrock:us-east-1:123456789012"

@@ -34,7 +34,7 @@ to a month by 730 / (24 x 30) = 730 / 720:
   243,333,334 tokens.
 
 **Invoice commitments** (tests/fixtures/bills/cloud, one day 2026-06-10, the fixture sheet of
-tests/test_cloud_bills.py): Bedrock `USE1-ProvisionedThroughput-Claude4.5Sonnet-ModelUnits`
+tests/sql/test_cloud_bills.py): Bedrock `USE1-ProvisionedThroughput-Claude4.5Sonnet-ModelUnits`
 2 ModelUnit-Hrs $79.20 -> a whole month at that day's rate 79.20 x 730 / 24 = $2,409.00; Azure
 `Provisioned Managed Global` 24 x `1 Hour` $48.00 (no model) -> 48 x 730 / 24 = $1,460.00; Vertex
 `Gemini 2.5 Pro Provisioned Throughput` 24 hours $120.00 -> $3,650.00. Provisioned calls added: an
@@ -57,7 +57,7 @@ import duckdb
 import pytest
 
 from tests.conftest import build_warehouse, real_sheet_landing, write_files
-from tests.test_cloud_bills import FIXTURES, landing_with
+from tests.sql.test_cloud_bills import FIXTURES, landing_with
 from warehouse.buying_options import build_buying_options
 from warehouse.economics import build_self_host_breakeven
 from warehouse.outlook import build_spend_forecast
@@ -100,7 +100,7 @@ def wh(tmp_path_factory) -> duckdb.DuckDBPyConnection:
     root = tmp_path_factory.mktemp("commitments")
     landing = write_files(real_sheet_landing(root, {"calls.jsonl": CALLS}), CATALOG)
     con, summary = build_warehouse(landing, root / "w.duckdb")
-    # the offer without units (the real sheet's own rejects are tests/test_price_history_real.py's business)
+    # the offer without units (the real sheet's own rejects are tests/sql/test_price_history_real.py's business)
     assert {f.file: f.rows_quarantined for f in summary.files}["catalog/commitments.csv"] == 1
     build_self_host_breakeven(con)
     build_spend_forecast(con)

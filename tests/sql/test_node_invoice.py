@@ -53,7 +53,7 @@ import pytest
 
 from tests.conftest import build_warehouse
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "bills" / "cloud" / "gpu_nodes"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bills" / "cloud" / "gpu_nodes"
 AZ_VM = ("  /SUBSCRIPTIONS/0a1b2c3d-0000-4000-8000-000000000001/resourcegroups/RG-GPU/providers/microsoft.compute/"
          "virtualmachines/ND-H100-1  ")
 GCP_VM = "//compute.googleapis.com/projects/ai-prod-4821/zones/us-central1-a/instances/4815162342108001"
@@ -169,7 +169,7 @@ def test_the_downstream_marts_carry_the_invoice_figure_and_add_up(wh):
     assert rows(wh, "SELECT sum(usage_cost_usd) + sum(idle_cost_usd), sum(cost_usd) FROM marts.node_hours") == [
         (D("895.670001"), D("895.670001"))]
     for check in ("node_hours_paid_matches", "allocation_balances"):
-        sql = (Path(__file__).resolve().parents[1] / "sql" / "checks" / f"{check}.sql").read_text()
+        sql = (Path(__file__).resolve().parents[2] / "sql" / "checks" / f"{check}.sql").read_text()
         assert wh.execute(sql).fetchall() == [], check
 
 
@@ -311,7 +311,7 @@ def test_a_line_two_nodes_name_is_split_between_them_not_counted_twice(tmp_path)
 def test_a_nightly_run_that_lands_the_invoice_reprices_the_nodes_as_a_full_rebuild_would(tmp_path):
     """Night 1: nodes.csv and calls, no invoice (catalog prices). Night 2: the three exports land; the
     incremental run rebuilds the days they touch and every table equals a full rebuild."""
-    from tests.test_incremental import _run, _same_as_full
+    from tests.warehouse.test_incremental import _run, _same_as_full
 
     land = landing(tmp_path)
     bills = tmp_path / "bills-later"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_incremental import _run, _same_as_full
+from tests.warehouse.test_incremental import _run, _same_as_full
 from warehouse.db import read_only
 
 START = dt.date(2026, 3, 2)

@@ -32,7 +32,7 @@ import pytest
 
 from tests.conftest import build_warehouse, real_sheet_landing
 
-REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "litellm" / "model_prices_and_context_window.2026-07-24.json"
+REAL = Path(__file__).resolve().parents[2] / "data" / "real" / "litellm" / "model_prices_and_context_window.2026-07-24.json"
 TS = "2026-07-30T12:00:00Z"
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-import bi_landing
+from tests import bi_landing
 from tools import docs_gen
 from warehouse import comments
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "warehouse.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "warehouse.md"
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from warehouse.db import migrate
 from warehouse.ingest import Ingestor
 from warehouse.transform import build, load_models
 
-CORPUS = Path(__file__).resolve().parent / "corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 NOW = dt.datetime(2025, 8, 1)  # "today" for every case: the corpus data is from June-July 2025
 
 

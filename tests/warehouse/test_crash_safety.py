@@ -29,7 +29,7 @@ from warehouse.db import Build, connect, migrate
 from warehouse.ingest import Ingestor
 from warehouse.transform import build_all
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOW = dt.datetime(2025, 8, 1)
 
 

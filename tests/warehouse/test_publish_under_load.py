@@ -28,7 +28,7 @@ from warehouse.ingest import Ingestor
 from warehouse.transform import build_all
 from pipelines.defs.economics_assets import ECONOMICS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 REBUILDS = 20
 CALLS_PER_BATCH = 3
 

@@ -32,7 +32,7 @@ log = logging.getLogger("thinktax.spark")
 
 COLUMNS_PROPERTY = "thinktax.columns"  # a partitioned table's columns in the model's SELECT order
 
-# Spark 3.5's defaults, which the parity suite (tests/spark/) holds and Spark 4 changed: a server or
+# Spark 3.5's defaults, which the parity suite (tests/warehouse/spark/) holds and Spark 4 changed: a server or
 # cluster on Spark 4 (ANSI mode on by default) is set back to them for the session, so both give
 # the same figures (a NULL, not an error, for a failed cast or a division by zero, as the models expect)
 ENGINE_CONF = {"spark.sql.ansi.enabled": "false"}

@@ -28,7 +28,7 @@ rename) only when the run is published. A failed run leaves CURRENT and the buil
 they were. A session with a catalog that outlives the run (Spark Connect, or one long-lived
 session) swaps each table in and can undo the run (warehouse.spark.build.Journal). Replacing only the planned days by partition overwrite needs a
 catalog that keeps the tables between runs: a cluster reached through Spark Connect (its
-metastore / Unity / Glue catalog), or one long-lived session (as in tests/spark/). A Derby-backed
+metastore / Unity / Glue catalog), or one long-lived session (as in tests/warehouse/spark/). A Derby-backed
 Hive metastore was tried for local runs and took 100+ s to start on this 2-core machine.
 """
 
@@ -359,5 +359,5 @@ def _spark_tables(spark) -> set[str]:  # noqa: ANN001
     out = set()
     for db in ("core", "marts"):
         if spark.catalog.databaseExists(db):
-            out |= {f"{db}.{t.name}" for t in spark.catalog.listTables(db)}
+            out |= {f"{db}.{t.name}" for t in spark.catalog.listTables(db) if not t.isTemporary}
     return out

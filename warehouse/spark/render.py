@@ -2,7 +2,7 @@
 
 The SQL files stay in DuckDB's dialect (the only definition of each model). ``to_spark`` parses a
 model, applies the rules below to the syntax tree and prints it for Spark. Each rule is small and
-has a test in tests/test_sqlmodel.py; the parity suite (tests/spark/) checks the result table by
+has a test in tests/warehouse/test_sqlmodel.py; the parity suite (tests/warehouse/spark/) checks the result table by
 table against DuckDB.
 
 Rules (what sqlglot does not map, or maps wrongly):

