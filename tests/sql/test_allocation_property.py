@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +31,7 @@ def scenario(draw):
     return nodes, calls
 
 
+@pytest.mark.slow  # 40 generated warehouses, ~34 s: `make test`, not `make check`
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario())
 def test_allocated_equals_node_cost(data):
