@@ -113,6 +113,43 @@ def test_real_payloads_by_path_are_the_line_path(tmp_path: Path):
     assert _compare(crlf, ParseContext(ingested_at=dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))) == "fast"
 
 
+def test_unusual_but_valid_values_read_the_same_by_path(tmp_path: Path):
+    """Values the line path accepts in a form of their own (a whole number written 12.0 or as text
+    with spaces, epoch timestamps in seconds and milliseconds, an offset, numbers as text, tiers in
+    capitals, a JSON false) in a file with no reject: the fast path must take it and agree."""
+    base = {"model": "o3", "provider": "openai"}
+    lines = [
+        {**base, "ts": "2025-07-01T00:00:00+02:00", "request_id": "u1",
+         "usage": {"prompt_tokens": 12.0, "completion_tokens": "7", "completion_tokens_details": {"reasoning_tokens": " 5 "}}},
+        {**base, "ts": 1751328000, "request_id": "u2", "latency_ms": "12.5", "ttft_ms": 3,
+         "usage": {"prompt_tokens": "100", "completion_tokens": 40.0, "prompt_tokens_details": {"cached_tokens": 20}}},
+        {**base, "ts": 1751328000123, "request_id": "u3", "service_tier": "DEFAULT", "batch": False,
+         "usage": {"input_tokens": 9, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0}}},
+        {"ts": "2025-07-01 08:00:00", "request_id": "u4", "model": "claude-sonnet-4-5", "provider": "Anthropic",
+         "usage": {"input_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 30,
+                   "cache_creation": {"ephemeral_5m_input_tokens": 10, "ephemeral_1h_input_tokens": 20},
+                   "output_tokens": 50, "output_tokens_details": {"thinking_tokens": 20}, "service_tier": "priority"}},
+        {"ts": "2025-07-01T09:00:00Z", "responseId": "u5", "modelVersion": "gemini-2.5-pro", "provider": "vertex_ai",
+         "usageMetadata": {"promptTokenCount": 30, "cachedContentTokenCount": 10, "candidatesTokenCount": 5,
+                           "thoughtsTokenCount": 7, "trafficType": "ON_DEMAND"}},
+    ]
+    path = tmp_path / "unusual.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert _compare(path, ParseContext(ingested_at=NOW.replace(tzinfo=dt.timezone.utc))) == "fast"
+    rows = requests.read_by_path(path, path.read_bytes(), ParseContext(ingested_at=NOW.replace(tzinfo=dt.timezone.utc)))
+    got = {r["request_id"]: r for r in rows.rows.to_pylist()}
+    # worked by hand from the shapes (sources/requests.py): chat 12 prompt, 7 completion of which 5 thinking
+    assert (got["u1"]["uncached_input_tokens"], got["u1"]["thinking_tokens"], got["u1"]["output_tokens"]) == (12, 5, 2)
+    assert got["u1"]["ts"] == dt.datetime(2025, 6, 30, 22, 0)  # +02:00 read as UTC
+    assert got["u2"]["ts"] == dt.datetime(2025, 7, 1, 0, 0) and got["u3"]["ts"] == dt.datetime(2025, 7, 1, 0, 0, 0, 123000)
+    assert (got["u2"]["uncached_input_tokens"], got["u2"]["cached_input_tokens"], got["u2"]["latency_ms"]) == (80, 20, 12.5)
+    assert got["u3"]["service_tier"] is None and got["u3"]["is_batch"] is None  # standard, not batch
+    assert (got["u4"]["cache_write_tokens"], got["u4"]["cache_write_1h_tokens"], got["u4"]["thinking_tokens"],
+            got["u4"]["output_tokens"], got["u4"]["service_tier"]) == (30, 20, 20, 30, "priority")
+    assert (got["u5"]["uncached_input_tokens"], got["u5"]["cached_input_tokens"], got["u5"]["thinking_tokens"],
+            got["u5"]["output_tokens"]) == (20, 10, 7, 5)
+
+
 def test_demo_request_files_by_path_are_the_line_path(tmp_path: Path):
     write_landing(tmp_path / "landing", DemoSpec(days=3, tasks_per_day=150, seed=11))
     files = sorted((tmp_path / "landing" / "telemetry" / "requests").rglob("*.jsonl*"))
