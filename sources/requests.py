@@ -209,6 +209,16 @@ _TIERS = {"default": "standard", "auto": "standard", "standard": "standard", "fl
 _TRAFFIC = {"TRAFFIC_TYPE_UNSPECIFIED": "standard", "ON_DEMAND": "standard", "PROVISIONED_THROUGHPUT": "standard",
             "ON_DEMAND_PRIORITY": "priority", "ON_DEMAND_FLEX": "flex", "BATCH": "batch"}
 
+# usage is an object with counts where json_transform found one of these fields (a number, string or
+# array there leaves them all NULL); Gemini's usageMetadata at the top level stands for usage. Both
+# heads use it: the line path asks json_type for the other lines, the path declines them.
+def _usage_found(j: str) -> str:
+    fields = ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens", "promptTokenCount",
+              "inputTokens", "outputTokens")
+    return (" OR ".join(f"{j}.usage.{f} IS NOT NULL" for f in fields)
+            + f" OR ({j}.usageMetadata.promptTokenCount IS NOT NULL AND {j}.usage IS NULL)")
+
+
 _LINE_HEAD = """src AS (
     -- blank lines (LF or CRLF) are not records (a regex, not trim(): trim copies every line)
     SELECT line, raw FROM lines WHERE NOT regexp_full_match(raw, '[ \t\r]*')
@@ -228,16 +238,9 @@ objects AS (
 ),
 typed AS (
     SELECT line, raw, is_object,
-           -- usage is an object if json_transform found any of its fields (a number, string or
-           -- array there leaves them all NULL); otherwise ask json_type
+           -- usage found (_usage_found); otherwise ask json_type
            CASE WHEN NOT is_object THEN NULL
-                WHEN fast AND (j0.usage.prompt_tokens IS NOT NULL OR j0.usage.completion_tokens IS NOT NULL
-                               OR j0.usage.input_tokens IS NOT NULL OR j0.usage.output_tokens IS NOT NULL
-                               OR j0.usage.promptTokenCount IS NOT NULL OR j0.usage.inputTokens IS NOT NULL
-                               OR j0.usage.outputTokens IS NOT NULL)
-                     THEN 'OBJECT'
-                -- Gemini: usageMetadata at the top level stands for usage
-                WHEN fast AND j0.usageMetadata.promptTokenCount IS NOT NULL AND j0.usage IS NULL THEN 'OBJECT'
+                WHEN fast AND ({usage_found_j0}) THEN 'OBJECT'
                 ELSE coalesce(json_type(raw, '$.usage'), json_type(raw, '$.usageMetadata')) END AS usage_type,
            -- a line json_transform failed on that is an object: read it again without try(), so
            -- that its error stops the file exactly as before
@@ -252,12 +255,7 @@ typed AS (
 # gets a reason, so the file falls back to the line path.
 _PATH_HEAD = """typed AS (
     SELECT 0::BIGINT AS line, NULL::VARCHAR AS raw, true AS is_object,
-           CASE WHEN j.usage.prompt_tokens IS NOT NULL OR j.usage.completion_tokens IS NOT NULL
-                     OR j.usage.input_tokens IS NOT NULL OR j.usage.output_tokens IS NOT NULL
-                     OR j.usage.promptTokenCount IS NOT NULL OR j.usage.inputTokens IS NOT NULL
-                     OR j.usage.outputTokens IS NOT NULL
-                     OR (j.usageMetadata.promptTokenCount IS NOT NULL AND j.usage IS NULL) THEN 'OBJECT'
-                ELSE 'not judged by the fast path' END AS usage_type,
+           CASE WHEN {usage_found_j} THEN 'OBJECT' ELSE 'not judged by the fast path' END AS usage_type,
            j
     FROM (SELECT {lenient} AS j
           FROM read_json($path, format = 'newline_delimited', records = false, columns = {{'j': $jtype}}))
@@ -502,7 +500,7 @@ def _nonblank(expr: str) -> str:
 def _sql(head: str = "", batch: str = "") -> str:
     """The request query over the (line, raw) table ``lines`` (the line path), or with the head and
     the batch columns of the path (``read_by_path``)."""
-    head = head or _LINE_HEAD
+    head = head or _LINE_HEAD.replace("{usage_found_j0}", _usage_found("j0"))
     batch = batch or _LINE_BATCH
     ints = _INTS
     int_raw = ",\n           ".join(f"{expr} AS {name}_raw" for name, (expr, _) in ints.items())
@@ -573,7 +571,7 @@ _PATH_TYPE = _sql_type({**_STRUCTURE, "batch": "JSON", **{k: "JSON" for k in _PA
 _QUERY = _sql()
 # batch is read as JSON by path, so that its JSON type is known without the line's text
 _PATH_QUERY = _sql(
-    _PATH_HEAD.format(lenient="struct_update(j, " + ", ".join(
+    _PATH_HEAD.format(usage_found_j=_usage_found("j"), lenient="struct_update(j, " + ", ".join(
         f"{k} := json_transform(j.{k}, '{json.dumps(_STRUCTURE[k])}')" for k in _PATH_LENIENT) + ")"),
     "CAST(j.batch AS VARCHAR) AS batch_raw, json_type(j.batch) AS batch_type,")
 
@@ -609,6 +607,18 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     good, rejects = run_lines(_lines(data), ctx)
     return Parsed(TABLE, good, rejects, "requests_jsonl")
 
+def _run(query: str, params: dict, ctx: ParseContext, lines: pa.Table | None = None) -> pa.Table:
+    """One of the two request queries in a fresh in-memory DuckDB (``lines``: the line path's table)."""
+    con = duckdb.connect()
+    try:
+        # rows come out in line order without an ORDER BY: the query only projects one scan, and
+        # DuckDB keeps insertion order for that (the default, set here to say so)
+        con.execute("SET TimeZone = 'UTC'; SET preserve_insertion_order = true")
+        if lines is not None:
+            con.register("lines", lines)
+        return con.sql(query, params={**params, "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1)}).to_arrow_table()
+    finally:
+        con.close()
 
 
 def read_by_path(path: Path, data: bytes, ctx: ParseContext, read_stat: os.stat_result | None = None) -> Parsed | None:
@@ -624,17 +634,10 @@ def read_by_path(path: Path, data: bytes, ctx: ParseContext, read_stat: os.stat_
         return None
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     before = read_stat or path.stat()
-    con = duckdb.connect()
     try:
-        con.execute("SET TimeZone = 'UTC'; SET preserve_insertion_order = true")
-        out = con.sql(_PATH_QUERY, params={
-            "path": str(path), "jtype": _PATH_TYPE,
-            "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1),
-        }).to_arrow_table()
+        out = _run(_PATH_QUERY, {"path": str(path), "jtype": _PATH_TYPE}, ctx)
     except duckdb.Error:
         return None
-    finally:
-        con.close()
     after = path.stat()
     if (out.num_rows != lines or out["reject_reason"].null_count != out.num_rows
             or (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns)):
@@ -647,18 +650,7 @@ def read_by_path(path: Path, data: bytes, ctx: ParseContext, read_stat: os.stat_
 
 def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False) -> tuple[pa.Table, list[Reject]]:
     """The request query over a (line, raw) table: (good rows, rejects)."""
-    con = duckdb.connect()
-    try:
-        # rows come out in line order without an ORDER BY: the query only projects and filters one
-        # scan, and DuckDB keeps insertion order for that (the default, set here to say so)
-        con.execute("SET TimeZone = 'UTC'; SET preserve_insertion_order = true")
-        con.register("lines", table)
-        out = con.sql(
-            _QUERY,
-            params={"structure": json.dumps(_STRUCTURE), "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1)},
-        ).to_arrow_table()
-    finally:
-        con.close()
+    out = _run(_QUERY, {"structure": json.dumps(_STRUCTURE)}, ctx, lines=table)
     if out.num_rows == 0 and not allow_empty:
         raise SourceFormatError("empty file: no JSON lines")
     reason = out["reject_reason"]
