@@ -109,6 +109,7 @@ class Scenario:
     history: dict[str, tuple[bool, str]] = field(default_factory=dict)  # full Spark vs full DuckDB
     nightly: dict[str, tuple[bool, str]] = field(default_factory=dict)  # incremental Spark vs full DuckDB
     incremental_vs_full: dict[str, tuple[bool, str]] = field(default_factory=dict)  # incremental Spark vs full Spark
+    staging: str = ""  # the nightly's staging as Parquet (<folder>/stg.<table>): other tests of the session may drop the catalog's
 
 
 @pytest.fixture(scope="session")
@@ -188,6 +189,7 @@ def scenario(spark, tmp_path_factory) -> Scenario:
         duck_build_all(con)  # the reference: a full DuckDB build over the nightly staging
         sc.seconds["duckdb_nightly_full"] = time.perf_counter() - t
         load_staging(spark, con, str(root / "staging2"))
+        sc.staging = str(root / "staging2")
         t = time.perf_counter()
         sc.spark_rows["nightly_incremental"] = build_all(spark, sc.scope)
         sc.seconds["spark_nightly_incremental"] = time.perf_counter() - t
