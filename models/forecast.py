@@ -727,7 +727,7 @@ _HEAVY = (_ETS, "statsmodels.tsa.arima.model")
 
 def prewarm() -> None:
     """Import statsmodels' ETS (~1-2 s) in a background thread. The models step starts it when the
-    spend forecast will be rebuilt, before its SQL models, which run in DuckDB without the GIL:
+    spend forecast will be rebuilt, before its SQL tables, which are built in DuckDB without the GIL:
     the import overlaps them. :func:`forecast_many` waits for the thread before anything else
     (before its fork in particular); an import that failed here is retried there, which raises."""
     global _PREWARM

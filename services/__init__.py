@@ -7,6 +7,6 @@ run by tests/test_layers.py):
     thinktax (the CLI: commands, console, runner, bench)
     pipelines (the Dagster code location)
     services
-    warehouse (DuckDB: ingest, SQL models, checks)
+    warehouse (DuckDB: ingest, SQL tables, checks)
     sources (parsers of landed files) | models (pure inference economics)
 """

@@ -4,7 +4,7 @@
     .venv/bin/python -m tests.demo_identity             # print the current hashes, compare with it
 
 The demo landing folder is deterministic (synthetic.demo.write_landing: same seed, same bytes); it is
-ingested and built without Dagster (tests.conftest.build_warehouse: every SQL model, then the Python
+ingested and built without Dagster (tests.conftest.build_warehouse: every SQL table, then the Python
 economics marts of pipelines.defs.economics_assets.ECONOMICS), build id 't'.
 
 What one table's hash is: md5 over its column names, then every row as text, rows sorted. A row's

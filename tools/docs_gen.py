@@ -1,7 +1,7 @@
 """Generate docs/warehouse.md (the BI contract's column reference) from the warehouse comments.
 
 `make docs` runs ``python -m tools.docs_gen``. It runs the whole pipeline (`thinktax run`,
-every asset: SQL models and Python-built marts alike) on an empty landing folder in a temporary
+every asset: SQL tables and Python-built marts alike) on an empty landing folder in a temporary
 folder, applies warehouse/comments.py to that warehouse, and lists every marts.* and ops.* table
 with its columns' DuckDB types, meaning and unit, read back from the comments DuckDB stores.
 tests/warehouse/test_column_docs.py fails when docs/warehouse.md differs from what this writes, so the

@@ -2,7 +2,7 @@
 (issue 25 item 5; docs/economics.md "Three ways to buy").
 
 A Python mart (pipelines/defs/economics_assets.py) because two of its inputs are Python marts built
-after the SQL models: ``marts.self_host_breakeven`` and ``marts.spend_forecast``. The volumes are
+after the SQL tables: ``marts.self_host_breakeven`` and ``marts.spend_forecast``. The volumes are
 gathered in SQL; the arithmetic per model row (a few rows) is Decimal, as in warehouse/economics.py.
 
 * **Observed volume**: the API calls (``core.call_costs``, serving 'api', provisioned ones included)

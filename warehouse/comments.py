@@ -464,7 +464,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "halo_days": _d("Days a self-hosted call's interval can reach back; usage-basis tables replace the days +- this", COUNT),
         "full_tables": _d("Tables rebuilt whole in an incremental run (their SQL changed, or they feed from one that did)", LABEL),
         "planned_at": _d("When the plan was made", TS),
-        "tables": _d("The SQL models this run rebuilt at all (NULL = every one); the others read nothing that changed and were kept as published", LABEL),
+        "tables": _d("The SQL tables this run rebuilt at all (NULL = every one); the others read nothing that changed and were kept as published", LABEL),
     },
 
 }
@@ -488,9 +488,9 @@ def column_comment(table: str, column: str) -> str | None:
 
 def table_comment(table: str) -> str | None:
     """A mart's SQL header (what it is, grain), else the text in TABLES."""
-    from warehouse.transform import load_models  # noqa: PLC0415
+    from warehouse.transform import load_tables  # noqa: PLC0415
 
-    for model in load_models():
+    for model in load_tables():
         if model.table == table:
             lines = [ln for ln in model.description.splitlines() if ln and not ln.startswith("reads:")]
             return " ".join(lines)

@@ -4,7 +4,7 @@ DuckDB is the **control plane** whichever engine builds the tables: the run's bu
 the ops tables (settings, ingested files, quarantine, the plan in ``ops.build_scope``, what each
 model was built from), the staging rows the plan reads, and -- once published -- the one file BI
 tools and ``thinktax report`` read. The **engine** is the data plane: where the landing files are
-parsed and where the SQL models are built and checked.
+parsed and where the SQL tables are built and checked.
 
 The Dagster job (pipelines/defs/warehouse_assets.py) is the only orchestrator: its steps call the
 engine the ``thinktax`` resource chooses (``[engine] kind`` in thinktax.toml, ``thinktax run
@@ -39,7 +39,7 @@ from warehouse.checks import SqlCheck
 from warehouse.incremental import Scope
 from warehouse.ingest import BUILD_COMMIT_EVERY, IngestSummary, Ingestor
 from warehouse.rebuild import Rebuilt, rebuild
-from warehouse.sqlmodel import SqlModel
+from warehouse.sqltable import SqlTable
 
 KINDS = ("duckdb", "spark")
 
@@ -56,7 +56,7 @@ class Engine(Protocol):
 
     def prepare(self, con: duckdb.DuckDBPyConnection) -> None: ...
 
-    def build(self, con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope, build_id: str | None) -> Rebuilt: ...
+    def build(self, con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope, build_id: str | None) -> Rebuilt: ...
 
     def check(self, con: duckdb.DuckDBPyConnection, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict]]: ...
 
@@ -85,7 +85,7 @@ class DuckDBEngine:
     def prepare(self, con) -> None:  # noqa: ANN001
         return None
 
-    def build(self, con, model: SqlModel, scope: Scope, build_id: str | None) -> Rebuilt:  # noqa: ANN001
+    def build(self, con, model: SqlTable, scope: Scope, build_id: str | None) -> Rebuilt:  # noqa: ANN001
         return rebuild(con, model, scope, build_id)
 
     def check(self, con, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict]]:  # noqa: ANN001

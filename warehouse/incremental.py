@@ -1,8 +1,8 @@
-"""Which days a run rebuilds: the incremental plan shared by every SQL model of one build.
+"""Which days a run rebuilds: the incremental plan shared by every SQL table of one build.
 
 A nightly run adds a day or two of telemetry to months of history. Rebuilding every per-call
-table from all of staging makes the night grow with history; instead the SQL models marked
-``-- @kind: incremental_by_day`` (or ``_by_month``; warehouse/sqlmodel.py) replace only the rows of the days the run's new files
+table from all of staging makes the night grow with history; instead the SQL tables marked
+``-- @kind: incremental_by_day`` (or ``_by_month``; warehouse/sqltable.py) replace only the rows of the days the run's new files
 touched, and every other model is small enough to rebuild whole.
 
 The plan (``plan``) is made once per build, after ingest, and stored in ``ops.build_scope`` so
@@ -35,7 +35,7 @@ them are rebuilt whole, and which days the others replace:
   full rebuild. Only models downstream of the changed day-bound tables replace them.
 * a run with no new rows and no requested days rebuilds nothing.
 
-SQL models name the days through three macros, replaced by literals when a model is built
+SQL tables name the days through three macros, replaced by literals when a model is built
 (``render``); in a full rebuild they are ``TRUE``:
 
 * ``core.in_build_days(expr)``   -- ``expr`` is one of the days this model rewrites;
@@ -52,19 +52,18 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import duckdb
 
-from warehouse import sqlmodel
-from warehouse.sqlmodel import downstream  # the one downstream (issue 27); also imported from here
+from warehouse import sqltable
+from warehouse.sqltable import downstream  # the one downstream (issue 27); also imported from here
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 
 # price sheet staging table -> the model holding its price history (diffed to find what changed)
 PRICE_VERSIONS = {"stg.llm_prices": "core.llm_price_versions", "stg.gpu_prices": "core.gpu_price_versions"}
 MACROS = ("in_build_days", "in_build_context", "in_build_months")
-_MACRO = re.compile(r"\bcore\.(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)
 # A task whose calls span more days than this is closed over in at most this many passes.
 _MAX_CLOSURE_PASSES = 50
 
@@ -120,33 +119,44 @@ def _in(expr: str, days: list[dt.date]) -> str:
     return f"(({expr}) BETWEEN DATE '{days[0]}' AND DATE '{days[-1]}' AND ({expr}) IN ({_date_list(days)}))"
 
 
-def _args(sql: str, start: int) -> tuple[str, int]:
-    """The argument text of a macro call whose '(' is at ``start - 1``; returns (arg, end index)."""
-    depth = 1
-    i = start
-    while i < len(sql):
-        c = sql[i]
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return sql[start:i], i + 1
-        elif c == "'":
-            i = sql.index("'", i + 1)
-        i += 1
-    raise ValueError("unbalanced parentheses in a core.in_build_* call")
+@lru_cache(maxsize=1024)
+def macro_calls(sql: str) -> tuple[tuple[str, int, int, int, int], ...]:
+    """The outermost ``core.in_build_*(arg)`` calls of ``sql``, found with sqlglot's tokenizer (the
+    one reading of the SQL both engines' renderers share: a name inside a string literal or a
+    comment is not a call): (macro name, call start, argument start, argument end, call end) as
+    character offsets. Cached per text: a build renders each model once or twice."""
+    if "in_build_" not in sql.lower():
+        return ()
+    from sqlglot.dialects.duckdb import DuckDB  # noqa: PLC0415
+    from sqlglot.tokens import TokenType  # noqa: PLC0415
+
+    tokens = DuckDB().tokenize(sql)
+    out, i = [], 0
+    while i + 3 < len(tokens):
+        core, dot, name, paren = tokens[i:i + 4]
+        if not (core.token_type == TokenType.VAR and core.text.lower() == "core" and dot.token_type == TokenType.DOT
+                and name.text.lower() in MACROS and paren.token_type == TokenType.L_PAREN):
+            i += 1
+            continue
+        depth, j = 1, i + 4
+        while j < len(tokens) and depth:
+            depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tokens[j].token_type, 0)
+            j += 1
+        if depth:
+            raise ValueError(f"unbalanced parentheses in a core.{name.text}() call")
+        close = tokens[j - 1]
+        out.append((name.text.lower(), core.start, paren.end + 1, close.start, close.end + 1))
+        i = j
+    return tuple(out)
 
 
 def render(sql: str, scope: Scope | None, *, full: bool, halo: bool = False) -> str:
-    """The model's SQL with the in_build macros replaced by this build's days (TRUE when full)."""
+    """The model's SQL with the in_build macros replaced by this build's days (TRUE when full).
+    The one renderer of the in_build macros: the DuckDB build and Spark's (warehouse/spark/build.py,
+    before its sqlglot transpile) both call it."""
     out, pos = [], 0
-    for m in _MACRO.finditer(sql):
-        if m.start() < pos:
-            continue
-        arg, end = _args(sql, m.end())
-        arg = render(arg, scope, full=full, halo=halo)
-        name = m.group(1).lower()
+    for name, start, arg_start, arg_end, end in macro_calls(sql):
+        arg = render(sql[arg_start:arg_end], scope, full=full, halo=halo)
         if full or scope is None:
             text = "TRUE"
         else:
@@ -158,7 +168,7 @@ def render(sql: str, scope: Scope | None, *, full: bool, halo: bool = False) -> 
             else:
                 months = sorted({d.replace(day=1) for d in days})
                 text = _in(arg, months)
-        out.append(sql[pos:m.start()])
+        out.append(sql[pos:start])
         out.append(text)
         pos = end
     out.append(sql[pos:])
@@ -232,7 +242,7 @@ def _stale(con: duckdb.DuckDBPyConnection, models, present: set[str] | None = No
     engine passes its catalog's)."""
     built = _built(con)
     if not built:
-        return set(), "no earlier build of the SQL models"
+        return set(), "no earlier build of the SQL tables"
     sha_now = settings_sha(con)
     if any(s != sha_now for _, s in built.values()):
         return set(), "settings (thinktax.toml) changed"
@@ -327,7 +337,7 @@ def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: li
 
     ``extra_days``: days explicitly asked for (rebuilt even without new rows); ``full``: rebuild
     every model whole. See the module's docstring for the rules."""
-    models = sqlmodel.load_models()
+    models = sqltable.load_tables()
     by_table = {m.table: m for m in models}
     reason = "a full rebuild was asked for" if full else ""
     stale, why = _stale(con, models, present)

@@ -1,8 +1,8 @@
-"""Rebuild the SQL models the way a build's plan (warehouse/incremental.py) says, one model at a time.
+"""Rebuild the SQL tables the way a build's plan (warehouse/incremental.py) says, one model at a time.
 
 A model the plan does not rebuild (``Scope.builds``) keeps its published table; only its
 ``build_id`` column, if any, is set to this build (every mart of a snapshot carries the same
-one). Used by the Dagster step that materialises every SQL model (pipelines/defs/warehouse_assets.py),
+one). Used by the Dagster step that materialises every SQL table (pipelines/defs/warehouse_assets.py),
 the benchmark and the tests, so that all three run the same thing.
 """
 
@@ -14,7 +14,7 @@ import duckdb
 
 from warehouse import incremental
 from warehouse.incremental import Scope
-from warehouse.transform import SqlModel, build, load_models
+from warehouse.transform import SqlTable, build, load_tables
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Rebuilt:
                 "full": "full"}.get(self.mode, f"incremental: {self.days} day(s) replaced")
 
 
-def rebuild(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope, build_id: str | None) -> Rebuilt:
+def rebuild(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope, build_id: str | None) -> Rebuilt:
     """Rebuild one model by the plan, or keep it (restamped) when nothing it reads changed."""
     if not scope.builds(model.table):
         incremental.restamp(con, model.table, build_id)
@@ -45,4 +45,4 @@ def rebuild(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope, build
 
 def rebuild_all(con: duckdb.DuckDBPyConnection, scope: Scope, build_id: str | None) -> dict[str, Rebuilt]:
     """Every model in dependency order, by the plan."""
-    return {m.table: rebuild(con, m, scope, build_id) for m in load_models()}
+    return {m.table: rebuild(con, m, scope, build_id) for m in load_tables()}

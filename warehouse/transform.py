@@ -1,5 +1,5 @@
-"""SQL models on DuckDB: one SELECT per file under sql/<schema>/, materialised as table
-<schema>.<file name>. The models, their headers and dependencies are loaded by warehouse/sqlmodel.py
+"""SQL tables on DuckDB: one SELECT per file under sql/<schema>/, materialised as table
+<schema>.<file name>. The models, their headers and dependencies are loaded by warehouse/sqltable.py
 (re-exported here). Used by the Dagster asset factory and directly by tests and the benchmark.
 
 A model whose header says ``-- @kind: incremental_by_day`` (or ``_by_month``; ``-- @halo: true``
@@ -18,9 +18,19 @@ import duckdb
 
 from warehouse import incremental
 from warehouse.incremental import Scope
-from warehouse.sqlmodel import SCHEMAS, SqlModel, load_models
+from warehouse.sqltable import SCHEMAS, SqlTable, load_tables
 
-__all__ = ["SCHEMAS", "SqlModel", "build", "build_all", "load_models"]
+__all__ = ["SCHEMAS", "SqlTable", "build", "build_all", "load_tables"]
+_RENAMED = {"SqlModel": "SqlTable", "load_models": "load_tables"}  # issue 27: "model" is an LLM
+
+
+def __getattr__(name: str):  # noqa: ANN202 - the old names, with a warning
+    if name in _RENAMED:
+        import warnings  # noqa: PLC0415
+
+        warnings.warn(f"warehouse.transform.{name} is deprecated: use {_RENAMED[name]}", DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 log = logging.getLogger("thinktax.transform")
 
@@ -57,7 +67,7 @@ def _retry_limit() -> str:
     return f"{int(ram * 0.8) // (1 << 20)}MB"
 
 
-def build(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope | None = None) -> int:
+def build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None = None) -> int:
     """(Re)build the model's table; returns its row count.
 
     Without a scope (or a full one, or a model that is not incremental) the table is recreated
@@ -80,7 +90,7 @@ def build(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope | None =
             con.execute(f"SET memory_limit = '{limit}'")
 
 
-def _build(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope | None) -> int:
+def _build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None) -> int:
     build_id = _build_id(con)
     if model.view:
         schema, name = model.table.split(".")
@@ -118,4 +128,4 @@ def _build(con: duckdb.DuckDBPyConnection, model: SqlModel, scope: Scope | None)
 
 def build_all(con: duckdb.DuckDBPyConnection, scope: Scope | None = None) -> dict[str, int]:
     """Build every model in dependency order: whole, or by a plan (``incremental.current(...)``)."""
-    return {m.table: build(con, m, scope) for m in load_models()}
+    return {m.table: build(con, m, scope) for m in load_tables()}

@@ -3,7 +3,7 @@ looking-ahead marts (spend_forecast, deployment_offers, peak_capacity, substitut
 breakeven_outlook; warehouse/outlook.py) and buying_options (warehouse/buying_options.py).
 
 Wiring only: the reading, arithmetic and writing are in warehouse/economics.py (which calls the
-pure models/ package). They are materialised by the same Dagster step as the SQL models
+pure models/ package). They are materialised by the same Dagster step as the SQL tables
 (pipelines/defs/warehouse_assets.py), after the core tables they read and before publish. A
 deployment or model that cannot be sized is left out with a warning naming it and why (also in
 the materialisation's metadata).
@@ -31,15 +31,15 @@ SELF_HOST_BREAKEVEN = dg.AssetKey(["marts", "self_host_breakeven"])
 
 @dataclass(frozen=True)
 class PythonMart:
-    """A mart built in Python (issue 27: not a "model": a model is a SQL model, sql/*/*.sql ->
-    warehouse.sqlmodel.SqlModel; models/ is the pure economics the builders call)."""
+    """A mart built in Python (issue 27: not a "model": a model is a SQL table, sql/*/*.sql ->
+    warehouse.sqltable.SqlTable; models/ is the pure economics the builders call)."""
 
     table: str
     deps: frozenset[str]  # 'schema.table' names it reads
     description: str
     builder: Callable[[duckdb.DuckDBPyConnection], Built]
     # starts importing the builder's heavy library in a background thread; the models step calls
-    # it before the SQL models when it knows this mart will be rebuilt (the import then overlaps
+    # it before the SQL tables when it knows this mart will be rebuilt (the import then overlaps
     # DuckDB's work, which runs without the GIL)
     warm: Callable[[], None] | None = None
 

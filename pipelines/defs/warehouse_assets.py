@@ -15,14 +15,14 @@ start, its events written to the instance's event log) a handful of times, not o
   the staging tables, runs the blocking checks on them (Great Expectations, imported only when a
   table got new rows; the ingest accounting) and plans the rebuild once (warehouse/incremental.py,
   stored in ops.build_scope).
-* ``warehouse_models`` materialises every SQL model and the two economics marts in dependency
+* ``warehouse_models`` materialises every SQL table and the two economics marts in dependency
   order, like dagster-dbt does for a dbt project: one ``multi_asset`` with ``can_subset=True``
   that yields one materialisation per table (row count, rebuild mode, schema and preview for
   marts) and runs each table's blocking SQL checks right after the table is built. The UI
   still shows every table, its lineage, partitions and metadata; selecting a few tables runs
   only those.
 
-Daily partitions (UTC): every SQL model that reads day-bound staging (telemetry, bills; see
+Daily partitions (UTC): every SQL table that reads day-bound staging (telemetry, bills; see
 warehouse/days.py) is partitioned by day. The plan rebuilds only the models whose inputs
 changed: the days the run's new files touch (late files included), the days explicitly asked
 for (`thinktax run --days`, a backfill, the launchpad), closed over tasks; a new price sheet
@@ -53,7 +53,7 @@ from warehouse import comments, expectations, incremental
 from warehouse.checks import SqlCheck, load_checks
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 from warehouse.engine import Engine, close_engine
-from warehouse.transform import load_models
+from warehouse.transform import load_tables
 
 SETTINGS = dg.AssetKey(["ops", "settings"])
 INGESTED = dg.AssetKey(["ops", "ingested_files"])
@@ -84,8 +84,8 @@ def staging_tables() -> list[str]:
 
 
 def daily_tables() -> set[str]:
-    """SQL models that read day-bound staging tables, directly or through other models."""
-    return incremental.downstream(load_models(), set(DAY_SOURCES))
+    """SQL tables that read day-bound staging tables, directly or through other models."""
+    return incremental.downstream(load_tables(), set(DAY_SOURCES))
 
 
 def requested_days(tags: dict[str, str]) -> list[dt.date]:
@@ -236,8 +236,8 @@ def _ingest(context, config, thinktax, cfg, build_, engine: Engine) -> Iterator:
             yield _check_result(check, con)
 
 
-# -- the models: one step for every SQL model and the economics marts ------------------------
-MODELS = load_models()
+# -- the models: one step for every SQL table and the economics marts ------------------------
+MODELS = load_tables()
 DAILY_TABLES = daily_tables()
 MODEL_CHECKS = [c for c in load_checks() if c not in INGEST_CHECKS]
 MODEL_KEYS = [key_of(m.table) for m in MODELS] + [e.key for e in ECONOMICS]  # the tables of the models step
@@ -254,7 +254,7 @@ def _model_specs() -> list[dg.AssetSpec]:
     specs += [
         dg.AssetSpec(ALERTS, deps=[*MODEL_KEYS, INGESTED, QUARANTINE], group_name="publish", kinds={"duckdb"},
                      description=ALERT_DESCRIPTION, skippable=True),
-        # every staging table too: a failing blocking check on one that no SQL model reads must still stop the publish
+        # every staging table too: a failing blocking check on one that no SQL table reads must still stop the publish
         dg.AssetSpec(PUBLISHED, deps=MODEL_KEYS + [key_of(t) for t in staging_tables()] + [INGESTED, QUARANTINE, ALERTS],
                      group_name="publish", kinds={"duckdb"}, skippable=True,
                      description="Atomically replaces the published warehouse with this run's build (after every blocking check passed)."),
@@ -356,7 +356,7 @@ def _models(context, config, thinktax, build_, engine: Engine) -> Iterator:  # n
                 yield dg.MaterializeResult(asset_key=e.key, metadata=result_metadata(context, e.builder(con)))
                 economics_built.append(e.table)
             else:
-                kept += 1  # kept as published: not materialised again (as the SQL models above)
+                kept += 1  # kept as published: not materialised again (as the SQL tables above)
         engine.from_control(con, economics_built)
     if kept and kept == len(selected & set(MODEL_KEYS)):
         context.log.info("rebuild: nothing (no new rows, no requested days): every table kept as published")
@@ -369,7 +369,7 @@ def _models(context, config, thinktax, build_, engine: Engine) -> Iterator:  # n
 def _rebuilds(con, e, scope, changed: set[str]) -> bool:  # noqa: ANN001
     """Whether economics mart ``e`` is rebuilt, ``changed`` being the tables rebuilt or given new
     rows in this run. A mart the published warehouse lacks (built before it existed, or by a
-    direct build of the SQL models only) is built, never "kept"."""
+    direct build of the SQL tables only) is built, never "kept"."""
     return bool(scope.full or scope.tables is None or e.deps & changed or not _table_exists(con, e.table))
 
 

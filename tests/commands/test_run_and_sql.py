@@ -17,7 +17,7 @@ def test_run_publishes_and_sql_reads(mini_landing: Path, tmp_path: Path, capsys)
     assert "5 calls in 4 tasks" in out and "warehouse:" in out
     # cost of all calls = 0.20225 + 0.0028 + 0.0567 + 113.28 + 28.32 (tests/sql/test_costs_hand_worked.py)
     assert "$141.86" in out
-    assert "rebuild: full (no earlier build of the SQL models)" in out
+    assert "rebuild: full (no earlier build of the SQL tables)" in out
     assert main(["sql", "SELECT tier, sum(calls) AS calls FROM marts.tier_mix WHERE team = '*' GROUP BY tier ORDER BY tier",
                  "--warehouse", str(wh), "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
@@ -35,9 +35,9 @@ def test_run_publishes_and_sql_reads(mini_landing: Path, tmp_path: Path, capsys)
     # the tables rebuilt: every model downstream of the day-bound staging tables
     from warehouse.days import DAY_SOURCES
     from warehouse.incremental import downstream
-    from warehouse.transform import load_models
+    from warehouse.transform import load_tables
 
-    tables = len(downstream(load_models(), set(DAY_SOURCES)))
+    tables = len(downstream(load_tables(), set(DAY_SOURCES)))
     assert f"rebuild: incremental, {tables} table(s), 1 day(s) replaced (2026-07-01)" in capsys.readouterr().out
 
 

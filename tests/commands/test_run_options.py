@@ -57,7 +57,7 @@ def test_runs_rebuild_the_days_new_files_touch_or_everything_when_asked(mini_lan
     wh = tmp_path / "wh.duckdb"
     base = ["run", "--landing", str(mini_landing), "--warehouse", str(wh), "--quiet", "--days", "2026-07-01:2026-07-01"]
     assert main(base) == 0
-    assert _scope(wh)[:2] == (True, "no earlier build of the SQL models")
+    assert _scope(wh)[:2] == (True, "no earlier build of the SQL tables")
     # a late call of task t1 (2026-06-30): that day and the requested one are rebuilt, nothing else
     (mini_landing / "telemetry" / "requests" / "late.jsonl").write_text(
         '{"ts":"2026-06-30T12:00:00Z","request_id":"r6","model":"o3","provider":"openai","task_id":"t1",'

@@ -239,7 +239,7 @@ def test_every_staging_table_has_a_blocking_gx_check():
 
 
 def test_publish_is_downstream_of_every_checked_staging_table():
-    # otherwise a failing blocking check on a staging table no SQL model reads would not stop the publish
+    # otherwise a failing blocking check on a staging table no SQL table reads would not stop the publish
     from pipelines.definitions import defs
 
     graph = defs.resolve_asset_graph()

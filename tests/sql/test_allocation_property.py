@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 
 from thinktax.config import Config
 from warehouse.db import migrate, write_settings
-from warehouse.transform import build, load_models
+from warehouse.transform import build, load_tables
 
 # the columns these rows give: stg.requests before issue 14 appended its pricing-modifier columns (NULL here)
 REQUEST_COLUMNS_18 = ("file_id, line, ts, request_id, model, provider, node_id, task_id, task_type, team, latency_ms, "
                       "ttft_ms, usage_shape, uncached_input_tokens, cached_input_tokens, cache_write_tokens, "
                       "thinking_tokens, output_tokens")
 
-MODELS = {m.table: m for m in load_models()}
+MODELS = {m.table: m for m in load_tables()}
 START = dt.datetime(2026, 6, 1)
 
 
@@ -49,7 +49,7 @@ def test_allocated_equals_node_cost(data):
                     [j, START + dt.timedelta(minutes=minute), f"r{j}", f"n{node}", f"t{j}", prompt, out])
     con.execute(f"INSERT INTO stg.requests ({REQUEST_COLUMNS_18}) VALUES (2, 999, ?, 'anchor', 'm', 'x', NULL, 'ta', NULL, NULL, NULL, NULL, 'openai_chat', 1, 0, 0, 0, 1)",
                 [START + dt.timedelta(days=3)])
-    for m in load_models():
+    for m in load_tables():
         build(con, m)
     paid = con.sql("SELECT node_id, sum(cost_micro_usd) FROM core.node_hours_cost GROUP BY 1 ORDER BY 1").fetchall()
     allocated = con.sql("SELECT node_id, sum(allocated_micro_usd) FROM core.self_hosted_allocation GROUP BY 1 ORDER BY 1").fetchall()

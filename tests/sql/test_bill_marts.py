@@ -37,7 +37,7 @@ import pytest
 
 from tests.conftest import REAL, build_warehouse, write_files
 from warehouse.db import migrate
-from warehouse.transform import load_models
+from warehouse.transform import load_tables
 
 REPO = Path(__file__).resolve().parents[2]
 DAYS = range(1, 31)
@@ -308,7 +308,7 @@ def test_focus_costs_carry_the_mandatory_columns(con):
 # ---- the mapping rules of core.billed_lines, on hand-made staging rows ----
 
 def _billed_lines_sql() -> str:
-    return next(m for m in load_models() if m.table == "core.billed_lines").sql
+    return next(m for m in load_tables() if m.table == "core.billed_lines").sql
 
 
 def test_model_and_provider_mapping_rules():

@@ -414,10 +414,10 @@ START = dt.datetime(2026, 6, 1)
 
 
 def _needed(target: str) -> list:
-    """The SQL models `target` reads, transitively, in build order (and target itself)."""
-    from warehouse.transform import load_models
+    """The SQL tables `target` reads, transitively, in build order (and target itself)."""
+    from warehouse.transform import load_tables
 
-    models = load_models()
+    models = load_tables()
     by_table = {m.table: m for m in models}
     need, todo = set(), [target]
     while todo:

@@ -171,11 +171,11 @@ def test_table_metadata_in_a_run_build_file(pub, tmp_path):
     from pipelines.defs.metadata import table_metadata  # noqa: PLC0415
     from thinktax.config import Config  # noqa: PLC0415
     from warehouse.db import Build  # noqa: PLC0415
-    from warehouse.transform import build, load_models  # noqa: PLC0415
+    from warehouse.transform import build, load_tables  # noqa: PLC0415
 
     published = tmp_path / "thinktax.duckdb"
     shutil.copyfile(pub.warehouse, published)
-    model = next(m for m in load_models() if m.table == "marts.tier_mix")
+    model = next(m for m in load_tables() if m.table == "marts.tier_mix")
 
     @dg.asset(key=["marts", "tier_mix"])
     def tier_mix():

@@ -23,7 +23,7 @@ import pytest
 from warehouse.checks import load_checks
 from warehouse.db import migrate
 from warehouse.ingest import Ingestor
-from warehouse.transform import build, load_models
+from warehouse.transform import build, load_tables
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 NOW = dt.datetime(2025, 8, 1)  # "today" for every case: the corpus data is from June-July 2025
@@ -181,7 +181,7 @@ def _models(con):
 def _counter_deltas(con):
     # scrapes ingested 10:10 first (an earlier sync), then 10:00 and 10:05; in time order prompt tokens 1000, 1600, 250:
     # deltas NULL, 600, then a restart: 250 (the new value, never negative). Generation 300, 420, 50.
-    build(con, next(m for m in load_models() if m.table == "core.metric_deltas"))
+    build(con, next(m for m in load_tables() if m.table == "core.metric_deltas"))
     assert q(con, "SELECT metric, strftime(scrape_ts, '%H:%M'), delta, is_reset FROM core.metric_deltas "
                   "ORDER BY metric, scrape_ts") == [
         ("generation_tokens_total", "10:00", None, False), ("generation_tokens_total", "10:05", 120.0, False),

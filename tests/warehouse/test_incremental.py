@@ -31,7 +31,7 @@ from warehouse import incremental
 from warehouse.db import Build, read_only
 from warehouse.ingest import Ingestor
 from warehouse.rebuild import rebuild_all
-from warehouse.transform import load_models
+from warehouse.transform import load_tables
 
 SPEC = benchgen.GenSpec(calls_per_day=1_500, days=4, lines_per_file=2_000)
 
@@ -53,7 +53,7 @@ def _digest(published: Path) -> dict[str, tuple[int, str]]:
     10 significant digits since float sums may differ in the last bit between plans)."""
     out = {}
     with read_only(published) as con:
-        for m in load_models():
+        for m in load_tables():
             cols = con.execute(
                 "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
                 "AND column_name <> 'build_id' ORDER BY ordinal_position",
@@ -119,7 +119,7 @@ def test_incremental_nightly_equals_full_rebuild(generated, tmp_path: Path):
     landing = generated["landing"]
     nightly = tmp_path / "nightly" / "wh.duckdb"
     first = _run(nightly, landing, "history")
-    assert first.full and first.reason == "no earlier build of the SQL models"
+    assert first.full and first.reason == "no earlier build of the SQL tables"
 
     # the nightly landing = history + the later files
     everything = tmp_path / "landing_all"
@@ -279,13 +279,13 @@ def test_changed_sql_rebuilds_the_model_and_what_it_feeds_whole(generated, tmp_p
     # a changed model SQL: that model and everything downstream are rebuilt whole
     import warehouse.transform as transform
 
-    models = list(transform.load_models())
+    models = list(transform.load_tables())
     i = next(k for k, m in enumerate(models) if m.table == "core.self_hosted_allocation")
-    models[i] = transform.SqlModel(models[i].schema, models[i].name, models[i].sql + "\n-- changed\n", models[i].deps,
+    models[i] = transform.SqlTable(models[i].schema, models[i].name, models[i].sql + "\n-- changed\n", models[i].deps,
                                    models[i].incremental, models[i].halo)
-    import warehouse.sqlmodel as sqlmodel
+    import warehouse.sqltable as sqltable
 
-    monkeypatch.setattr(sqlmodel, "load_models", lambda engine="duckdb": tuple(models))  # what the plan reads
+    monkeypatch.setattr(sqltable, "load_tables", lambda engine="duckdb": tuple(models))  # what the plan reads
     b = Build(wh, "three")
     b.start(Config().settings_row())
     with b.connect() as con:
@@ -309,6 +309,25 @@ def test_render_replaces_the_macros():
     assert incremental.render(sql, scope, full=True) == "SELECT * FROM t WHERE TRUE AND TRUE"
     empty = incremental.Scope(full=False, reason="incremental")
     assert incremental.render(sql, empty, full=False) == "SELECT * FROM t WHERE FALSE AND FALSE"
+
+
+def test_render_reads_the_sql_with_sqlglots_tokenizer():
+    """The in_build renderer finds calls as tokens (issue 27, one renderer on sqlglot): a call in a
+    comment or a string stays text, a ')' inside a string literal does not end the argument, names are
+    case-insensitive, calls nest, and an unclosed call is an error."""
+    scope = incremental.Scope(full=False, reason="incremental", days=(dt.date(2026, 2, 3),), halo_days=1)
+    sql = ("SELECT 'core.in_build_days(x)' AS s -- core.in_build_days(y)\n"
+           "FROM t WHERE core.IN_BUILD_DAYS (coalesce(d, ')')) AND core.in_build_months(date_trunc('month', m))")
+    out = incremental.render(sql, scope, full=False)
+    assert out == ("SELECT 'core.in_build_days(x)' AS s -- core.in_build_days(y)\n"
+                   "FROM t WHERE ((coalesce(d, ')')) BETWEEN DATE '2026-02-03' AND DATE '2026-02-03' "
+                   "AND (coalesce(d, ')')) IN (DATE '2026-02-03')) AND ((date_trunc('month', m)) "
+                   "BETWEEN DATE '2026-02-01' AND DATE '2026-02-01' AND (date_trunc('month', m)) IN (DATE '2026-02-01'))")
+    nested = incremental.render("SELECT core.in_build_months(core.in_build_days(d))", None, full=True)
+    assert nested == "SELECT TRUE"
+    assert [c[0] for c in incremental.macro_calls(sql)] == ["in_build_days", "in_build_months"]
+    with pytest.raises(ValueError, match="unbalanced"):
+        incremental.render("SELECT 1 WHERE core.in_build_days((d)", scope, full=False)
 
 
 def test_a_call_reaching_back_over_midnight_rewrites_the_day_before(generated, tmp_path: Path):
@@ -342,7 +361,7 @@ def test_a_model_out_of_memory_is_retried_with_the_larger_limit(tmp_path: Path, 
     monkeypatch.setenv(transform.RETRY_ENV, "2GB")
     con = connect(tmp_path / "w.duckdb")
     con.execute("CREATE SCHEMA core")
-    model = transform.SqlModel("core", "big_quantile", "SELECT quantile_disc(random(), 0.5) AS q FROM range(20000000)",
+    model = transform.SqlTable("core", "big_quantile", "SELECT quantile_disc(random(), 0.5) AS q FROM range(20000000)",
                                frozenset())
     with pytest.raises(duckdb.OutOfMemoryException):
         con.execute(f"CREATE TABLE core.direct AS {model.sql}")

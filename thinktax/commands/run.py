@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--as-of", metavar="DAY", help="end the alert's spend window on this UTC day (default: the latest day with calls)")
     p.add_argument("--quiet", action="store_true", help="no progress display and no summary")
     p.add_argument("--engine", choices=["duckdb", "spark"],
-                   help="where the SQL models are built (default: [engine] kind in thinktax.toml, else duckdb)")
+                   help="where the SQL tables are built (default: [engine] kind in thinktax.toml, else duckdb)")
     p.add_argument("--spark-remote", metavar="sc://HOST:PORT",
                    help="--engine spark: a cluster through Spark Connect (default: a local[2] session)")
     p.add_argument("--spark-warehouse", metavar="DIR_OR_URI",

@@ -1,4 +1,4 @@
-"""Build the SQL models on Apache Spark from the same DuckDB-dialect files (rendered by render.py).
+"""Build the SQL tables on Apache Spark from the same DuckDB-dialect files (rendered by render.py).
 
 Only DataFrame and SQL calls are used (no RDD, no SparkContext), so a session reached through
 Spark Connect (``sc://host:port``) runs the same code as a local one.
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from warehouse import incremental
 from warehouse.incremental import Scope
-from warehouse.spark.render import SESSION_CONF, load_spark_models, to_spark
-from warehouse.sqlmodel import SqlModel, load_models
+from warehouse.spark.render import SESSION_CONF, load_spark_tables, to_spark
+from warehouse.sqltable import SqlTable, load_tables
 
 log = logging.getLogger("thinktax.spark")
 
@@ -171,7 +171,7 @@ def _drop(spark, table: str) -> None:  # noqa: ANN001
         spark.sql(f"DROP TABLE {table}")
 
 
-def render(model: SqlModel, spark, target: Target, scope: Scope | None, *, full: bool) -> str:  # noqa: ANN001
+def render(model: SqlTable, spark, target: Target, scope: Scope | None, *, full: bool) -> str:  # noqa: ANN001
     """The model's SELECT for Spark, with this build's days in its in_build macros."""
     sql = incremental.render(model.sql, scope, full=full, halo=model.halo)
     return to_spark(sql, path=model.path, schema=_schema(spark, target, model.deps), databases=target.mapping())
@@ -247,7 +247,7 @@ def _swap_in(spark, table: str, new: str, journal: Journal | None) -> None:  # n
         _drop(spark, f"{table}__prev")
 
 
-def build(spark, model: SqlModel, scope: Scope | None = None, target: Target = Target(),  # noqa: ANN001
+def build(spark, model: SqlTable, scope: Scope | None = None, target: Target = Target(),  # noqa: ANN001
           journal: Journal | None = None) -> int:
     """(Re)build one model on Spark; returns its row count. With a ``journal`` the change can be
     undone until it commits (Journal)."""
@@ -307,7 +307,7 @@ def build_all(spark, scope: Scope | None = None, target: Target = Target(), prog
     for schema in ("core", "marts"):
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {target.db(schema)}")
     out = {}
-    for m in load_spark_models():
+    for m in load_spark_tables():
         t = time.perf_counter()
         rows = build(spark, m, scope, target, journal)
         out[m.table] = (rows, time.perf_counter() - t)

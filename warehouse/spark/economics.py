@@ -1,7 +1,7 @@
 """The Python economics marts, the break-even alert and the report on a Spark run.
 
 ``models/`` (break-even, GPU sizing, forecasts) runs in Python on small aggregated rows; it is not
-rewritten for Spark. After Spark has built the SQL models and passed the checks:
+rewritten for Spark. After Spark has built the SQL tables and passed the checks:
 
 1. ``to_duckdb``: every SQL mart (aggregates: per day / month / hour / task) and the small core
    tables the economics read (``core.call_profiles``, ``core.dim_models``, ``core.dim_deployments``,
@@ -28,7 +28,7 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 
-from warehouse.sqlmodel import load_models
+from warehouse.sqltable import load_tables
 
 log = logging.getLogger("thinktax.spark")
 
@@ -64,7 +64,7 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
     from warehouse.spark.build import Target, columns_in_model_order, to_arrow  # noqa: PLC0415
 
     target = target or Target()
-    models = [m for m in load_models() if not m.view]
+    models = [m for m in load_tables() if not m.view]
     marts = [m.table for m in models if m.schema == "marts"]
     wanted: list[tuple[str, tuple[str, ...] | None]] = [(t, None) for t in (*CORE_SMALL, *marts)]
     wanted.append(("core.call_costs", CALL_COSTS_COLUMNS))
@@ -72,7 +72,7 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder, exist_ok=True)
     # the build file is a copy of the last published one: no core table of an earlier run may stay
-    for m in load_models():
+    for m in load_tables():
         if m.schema == "core" and m.table not in CORE_SMALL and not m.view:
             _duck_drop(con, m.table)
     out = []
@@ -157,7 +157,7 @@ def drop_per_call(con) -> None:  # noqa: ANN001
 
     _duck_drop(con, "core.call_costs")
     _duck_drop(con, "core.calls")  # the replay window of marts.capacity_plan, as core.call_costs
-    for m in load_models():
+    for m in load_tables():
         if m.view and all(_duck_kind(con, d) for d in m.deps):
             _duck_drop(con, m.table)
             con.execute(f"CREATE VIEW {m.table} AS {incremental.render(m.sql, None, full=True)}")

@@ -1,4 +1,4 @@
-"""``SparkEngine``: the ``Engine`` (warehouse/engine.py) that builds the SQL models on Apache Spark.
+"""``SparkEngine``: the ``Engine`` (warehouse/engine.py) that builds the SQL tables on Apache Spark.
 
 A Spark run is a Dagster run like any other (issue 27: the hand-made second orchestrator
 ``warehouse/spark/pipeline.run`` is gone): the job's steps call this engine. What runs where
@@ -45,7 +45,7 @@ from warehouse.checks import SqlCheck
 from warehouse.ingest import IngestSummary, Ingestor
 from warehouse.rebuild import Rebuilt
 from warehouse.spark.render import to_spark
-from warehouse.sqlmodel import SqlModel
+from warehouse.sqltable import SqlTable
 
 
 def local_session(spark_warehouse: Path):  # noqa: ANN201
@@ -92,13 +92,13 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
     (in-memory) catalog, for `thinktax sql --engine spark`; returns them. Partitions are found
     from the folder layout (``day=.../``); the view models (``marts.cost_per_task``, the old name of
     ``marts.task_cost_breakdown``) are re-created over them."""
-    from warehouse.sqlmodel import load_models  # noqa: PLC0415
+    from warehouse.sqltable import load_tables  # noqa: PLC0415
 
     from warehouse.spark.build import Target, render  # noqa: PLC0415
 
     out = []
     models_dir = current_build(spark_warehouse)
-    models = load_models()
+    models = load_tables()
     keys = {m.table: m.key_column for m in models}
     for t in sorted((spark_warehouse / "_staging").glob("*.*")):  # first: the models read them
         schema, name = t.name.split(".", 1)
@@ -198,7 +198,7 @@ class SparkEngine:
         for schema in ("core", "marts"):
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
 
-    def build(self, con, model: SqlModel, scope: incremental.Scope, build_id: str | None) -> Rebuilt:  # noqa: ANN001
+    def build(self, con, model: SqlTable, scope: incremental.Scope, build_id: str | None) -> Rebuilt:  # noqa: ANN001
         from warehouse.spark.build import build  # noqa: PLC0415
 
         spark = self.spark

@@ -2,7 +2,7 @@
 
 The SQL files stay in DuckDB's dialect (the only definition of each model). ``to_spark`` parses a
 model, applies the rules below to the syntax tree and prints it for Spark. Each rule is small and
-has a test in tests/warehouse/test_sqlmodel.py; the parity suite (tests/warehouse/spark/) checks the result table by
+has a test in tests/warehouse/test_sqltable.py; the parity suite (tests/warehouse/spark/) checks the result table by
 table against DuckDB.
 
 Rules (what sqlglot does not map, or maps wrongly):
@@ -365,12 +365,12 @@ def to_spark(sql: str, *, path: str = "<sql>", schema: dict | None = None, datab
 
 
 @cache
-def load_spark_models() -> tuple:
-    """Every SQL model (warehouse.sqlmodel, in dependency order), each rendered for Spark SQL once
+def load_spark_tables() -> tuple:
+    """Every SQL table (warehouse.sqltable, in dependency order), each rendered for Spark SQL once
     here, so that a model Spark cannot run fails at load, naming its file and the construct."""
-    from warehouse.sqlmodel import load_models  # noqa: PLC0415
+    from warehouse.sqltable import load_tables  # noqa: PLC0415
 
-    models = load_models()
+    models = load_tables()
     for m in models:
         to_spark(m.sql, path=m.path)  # raises RenderError naming the file and the construct
     return models

@@ -152,7 +152,7 @@ def test_map_in_arrow_runs_on_the_servers_workers_with_thinktaxs_python(connect_
 def test_run_through_spark_connect_gives_the_hand_worked_figures_and_duckdbs_marts(connect_server, tmp_path, capsys):
     from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
     from thinktax.cli import main  # noqa: PLC0415
-    from warehouse.sqlmodel import load_models  # noqa: PLC0415
+    from warehouse.sqltable import load_tables  # noqa: PLC0415
 
     url = connect_server.url
     landing = write_files(tmp_path / "landing", MINI_FILES)
@@ -167,7 +167,7 @@ def test_run_through_spark_connect_gives_the_hand_worked_figures_and_duckdbs_mar
     assert rc == 0, out
     assert f"[spark] spark: starting a session on {url}" in out
     # a Connect server keeps its catalog: no "local session" full rebuild; this first run is full by plan
-    assert "rebuild: full (no earlier build of the SQL models)" in out
+    assert "rebuild: full (no earlier build of the SQL tables)" in out
     assert "[spark] economics:" in out and "[spark] publish:" in out
     assert (folder / "thinktax.duckdb").exists()
     # the model tables live in the server's warehouse, the staging Parquet under --spark-warehouse
@@ -199,7 +199,7 @@ def test_run_through_spark_connect_gives_the_hand_worked_figures_and_duckdbs_mar
         e.builder(con)
     con.close()
     (tmp_path / "duck" / "thinktax.duckdb.build-t").rename(ref)
-    marts = [m.table for m in load_models() if m.schema == "marts"] + [e.table for e in ECONOMICS]
+    marts = [m.table for m in load_tables() if m.schema == "marts"] + [e.table for e in ECONOMICS]
     differ, compared, t = {}, 0, time.perf_counter()
     for table in marts:
         query = f"SELECT * EXCLUDE (build_id) FROM {table}"

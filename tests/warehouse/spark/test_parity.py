@@ -11,9 +11,9 @@ import pytest
 # measured 703 s at load average 8.5 on 2 cores (2026-12-03), over pytest's default 600 s
 pytestmark = pytest.mark.timeout(1800)
 
-from warehouse.sqlmodel import load_models
+from warehouse.sqltable import load_tables
 
-MODELS = [m.table for m in load_models()]
+MODELS = [m.table for m in load_tables()]
 DEMO_DAYS = 6  # tests/warehouse/spark/conftest.py
 
 

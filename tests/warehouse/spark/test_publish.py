@@ -39,17 +39,17 @@ def _side_tables(spark, dbs: tuple[str, ...]) -> list[str]:  # noqa: ANN001
 
 def test_a_run_that_is_not_published_is_put_back_and_a_published_one_leaves_no_side_tables(scenario, spark):
     from warehouse.spark.build import Journal, Target, build  # noqa: PLC0415
-    from warehouse.spark.render import load_spark_models  # noqa: PLC0415
+    from warehouse.spark.render import load_spark_tables  # noqa: PLC0415
 
     # the models daily_spend needs (full and incremental ones), on a copy of the scenario's staging
-    models = {m.table: m for m in load_spark_models()}
+    models = {m.table: m for m in load_spark_tables()}
     need, todo = set(), ["marts.daily_spend"]
     while todo:
         t = todo.pop()
         if t in models and t not in need:
             need.add(t)
             todo.extend(models[t].deps)
-    subset = [m for m in load_spark_models() if m.table in need]
+    subset = [m for m in load_spark_tables() if m.table in need]
     assert {m.incremental is None for m in subset if not m.view} == {True, False}  # both kinds are in it
     target = Target((("stg", "jr_stg"), ("core", "jr_core"), ("marts", "jr_marts")))
     for db in ("jr_stg", "jr_core", "jr_marts"):

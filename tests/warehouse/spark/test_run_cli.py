@@ -138,7 +138,7 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     from tests.pipelines.test_economics_marts import FILES  # noqa: PLC0415
     from thinktax.cli import main  # noqa: PLC0415
     from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
-    from warehouse.sqlmodel import load_models  # noqa: PLC0415
+    from warehouse.sqltable import load_tables  # noqa: PLC0415
 
     # d1's GPU price of tests/pipelines/test_economics_marts.py (0.000018 USD, chosen so that self-hosting wins
     # on 3 calls) is below the Great Expectations floor of stg.deployments (0.01 USD per GPU-hour):
@@ -172,7 +172,7 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
         (3, "0.027000", "13.140000", "-13.113000")]
     assert d1 == sql_json(capsys, ["sql", "--warehouse", str(ref), "--format", "json", d1_sql])
 
-    marts = [m.table for m in load_models() if m.schema == "marts"] + [e.table for e in ECONOMICS]
+    marts = [m.table for m in load_tables() if m.schema == "marts"] + [e.table for e in ECONOMICS]
     differ = {}
     for table in marts:
         query = f"SELECT * EXCLUDE (build_id) FROM {table}"

@@ -149,7 +149,7 @@ def test_spark_ingest_equals_the_duckdb_ingest(spark, tmp_path):
     assert fed == []
     # the EUR sheet was converted with the rate of the fx file ingested before it: 2 EUR x 1.10 = 2.20 USD
     assert _spark(spark, "SELECT CAST(input_usd_per_mtok AS STRING) FROM stg.llm_prices WHERE model = 'm-eur'") == [("2.200000000",)]
-    # the same column types as the DuckDB -> Parquet bridge gives Spark (what the SQL models were tested on)
+    # the same column types as the DuckDB -> Parquet bridge gives Spark (what the SQL tables were tested on)
     bridge = Target((("stg", "stg_bridge"), ("ops", "ops_bridge")))
     load_staging(spark, con, str(tmp_path / "bridge"), bridge)
     for name in ("stg.requests", "stg.llm_prices", "stg.focus_costs", "stg.metric_samples", "stg.reported_costs",

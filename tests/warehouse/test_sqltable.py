@@ -1,12 +1,12 @@
-"""The SQL model layer: structured headers, dependencies from the syntax tree, Spark rendering rules."""
+"""The SQL table layer: structured headers, dependencies from the syntax tree, Spark rendering rules."""
 
 from __future__ import annotations
 
 import pytest
 
-from warehouse import sqlmodel
+from warehouse import sqltable
 from warehouse.spark import render
-from warehouse.sqlmodel import HeaderError, load_models, parse_header
+from warehouse.sqltable import HeaderError, load_tables, parse_header
 
 GOOD = "-- What it is.\n-- @kind: incremental_by_day\n-- @grain: one row per call\n--   (request_id)\n-- @closure: task_id\nSELECT 1\n"
 
@@ -32,7 +32,7 @@ def test_bad_headers_fail_with_the_file_named(text, message):
 
 
 def test_every_model_has_a_valid_header_and_a_grain():
-    models = load_models()
+    models = load_tables()
     assert len(models) >= 26
     kinds = {m.table: m.kind for m in models}
     # issue 17: calls before costs -- core.calls is the first per-call table, marts.cost_per_task
@@ -45,7 +45,7 @@ def test_every_model_has_a_valid_header_and_a_grain():
 
 
 def test_dependencies_come_from_the_syntax_tree_not_string_literals():
-    deps = {m.table: m.deps for m in load_models()}
+    deps = {m.table: m.deps for m in load_tables()}
     # the per-call chain runs one way: calls -> tasks / self_hosted_allocation -> call_costs -> marts
     assert deps["core.calls"] == {"stg.requests", "ops.settings", "core.dim_nodes", "core.reported_models"}
     # what a logged name stands for reads the calls and catalog/endpoints.csv, never a price sheet, so a new
@@ -67,11 +67,11 @@ def test_dependencies_come_from_the_syntax_tree_not_string_literals():
 
 def test_a_model_without_the_header_fails_at_load(monkeypatch):
     with pytest.raises(HeaderError, match=r"sql/marts/new\.sql: no structured header"):
-        sqlmodel._model("marts", "new", "-- grain: old style\nSELECT 1 AS x", "sql/marts/new.sql")
+        sqltable._table("marts", "new", "-- grain: old style\nSELECT 1 AS x", "sql/marts/new.sql")
 
 
 def test_description_keeps_the_prose_with_the_grain_after_the_first_sentence():
-    m = next(m for m in load_models() if m.table == "marts.cost_per_task")
+    m = next(m for m in load_tables() if m.table == "marts.cost_per_task")
     assert m.description.startswith("Cost per task, by day, team, task type, model, serving and tier.\ngrain: day x team")
     assert "@kind" not in m.description
 
@@ -101,7 +101,7 @@ def test_a_macro_called_inside_a_macro_is_inlined_too():
 def test_no_rendered_model_calls_a_core_macro():
     import re  # noqa: PLC0415
 
-    for m in load_models():
+    for m in load_tables():
         out = re.sub(r"/\*.*?\*/", "", render.to_spark(m.sql, path=m.path), flags=re.DOTALL)  # not the comments
         assert not re.search(r"\bcore\.\w+\s*\(", out, re.IGNORECASE), (m.table, out[:200])
 
@@ -164,38 +164,38 @@ def test_qualify_over_star_exclude_leaves_no_helper_column():
 
 
 def test_every_model_renders_for_spark():
-    from warehouse.spark.render import load_spark_models  # noqa: PLC0415
+    from warehouse.spark.render import load_spark_tables  # noqa: PLC0415
 
-    models = load_spark_models()  # raises RenderError naming the file and construct otherwise
-    assert {m.table for m in models} == {m.table for m in load_models()}
+    models = load_spark_tables()  # raises RenderError naming the file and construct otherwise
+    assert {m.table for m in models} == {m.table for m in load_tables()}
 
 
 def test_model_refs_are_cached_by_text_and_equal_a_fresh_parse(tmp_path, monkeypatch):
     """The refs cache (a JSON file, so a process need not re-parse ~30 files with sqlglot) gives
     exactly what a fresh parse gives, and a changed text is parsed again."""
     monkeypatch.setenv("THINKTAX_CACHE_DIR", str(tmp_path))
-    sqlmodel._load.cache_clear()
+    sqltable._load.cache_clear()
     try:
-        first = {m.table: m.deps for m in sqlmodel._load()}  # parses, writes the cache
-        cache_file = tmp_path / "sql_model_refs.json"
+        first = {m.table: m.deps for m in sqltable._load()}  # parses, writes the cache
+        cache_file = tmp_path / "sql_table_refs.json"
         assert cache_file.exists()
-        sqlmodel._load.cache_clear()
-        second = {m.table: m.deps for m in sqlmodel._load()}  # read from the cache
+        sqltable._load.cache_clear()
+        second = {m.table: m.deps for m in sqltable._load()}  # read from the cache
     finally:
-        sqlmodel._load.cache_clear()
+        sqltable._load.cache_clear()
     assert second == first
-    for m in load_models():  # each entry is what sqlglot finds in the file now
-        fresh = sqlmodel.table_refs(sqlmodel.parse(m.sql, m.path)) - {m.table}
+    for m in load_tables():  # each entry is what sqlglot finds in the file now
+        fresh = sqltable.table_refs(sqltable.parse(m.sql, m.path)) - {m.table}
         assert first[m.table] == fresh, m.table
     # an entry is used only for the exact text it was made from
     sql = "-- @kind: full\n-- @grain: g\nSELECT * FROM stg.requests"
     cached: dict[str, list[str]] = {}
-    assert sqlmodel.model_refs(sql, "x.sql", cached) == {"stg.requests"}
+    assert sqltable.sql_refs(sql, "x.sql", cached) == {"stg.requests"}
     (key,) = cached
     cached[key] = ["core.poisoned"]  # a stored answer is trusted for the same text ...
-    assert sqlmodel.model_refs(sql, "x.sql", cached) == {"core.poisoned"}
+    assert sqltable.sql_refs(sql, "x.sql", cached) == {"core.poisoned"}
     changed = sql.replace("stg.requests", "stg.llm_prices")  # ... and never for another
-    assert sqlmodel.model_refs(changed, "x.sql", cached) == {"stg.llm_prices"}
+    assert sqltable.sql_refs(changed, "x.sql", cached) == {"stg.llm_prices"}
 
 
 def test_division_is_duckdbs_double_division():
@@ -216,26 +216,26 @@ def test_epoch_keeps_the_micro_seconds():
 
 
 def test_a_model_spark_cannot_run_fails_at_load_naming_file_and_construct(monkeypatch):
-    """load_spark_models renders every model once at load: a construct without a Spark rendering
+    """load_spark_tables renders every model once at load: a construct without a Spark rendering
     stops it there, naming the model's file and the construct (not mid-build)."""
-    good = load_models()
-    bad = sqlmodel._model("marts", "bad_regex", "-- Bad.\n-- @kind: full\n-- @grain: one row\n"
+    good = load_tables()
+    bad = sqltable._table("marts", "bad_regex", "-- Bad.\n-- @kind: full\n-- @grain: one row\n"
                           "SELECT regexp_matches(model, 'x', 'm') AS hit FROM core.call_costs", "sql/marts/bad_regex.sql")
-    monkeypatch.setattr(sqlmodel, "load_models", lambda engine="duckdb": (*good, bad))
-    render.load_spark_models.cache_clear()
+    monkeypatch.setattr(sqltable, "load_tables", lambda engine="duckdb": (*good, bad))
+    render.load_spark_tables.cache_clear()
     try:
         with pytest.raises(render.RenderError, match=r"sql/marts/bad_regex\.sql: regexp_matches option 'm'"):
-            render.load_spark_models()
+            render.load_spark_tables()
     finally:
-        render.load_spark_models.cache_clear()
+        render.load_spark_tables.cache_clear()
 
 
 def test_the_duckdb_path_does_not_import_pyspark():
     import subprocess  # noqa: PLC0415
     import sys  # noqa: PLC0415
 
-    code = ("import sys\nfrom thinktax.cli import main\nimport warehouse.transform, warehouse.sqlmodel, thinktax.commands.run, "
-            "thinktax.commands.sql\nwarehouse.sqlmodel.load_models()\n"
+    code = ("import sys\nfrom thinktax.cli import main\nimport warehouse.transform, warehouse.sqltable, thinktax.commands.run, "
+            "thinktax.commands.sql\nwarehouse.sqltable.load_tables()\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -245,3 +245,24 @@ def test_star_keeps_the_spelling_of_the_columns_read():
     # `thinktax sql --engine spark "SELECT * EXCLUDE (build_id) FROM marts.focus_costs"`: FOCUS names keep their case
     out = _spark("SELECT * EXCLUDE (build_id) FROM marts.f", {"marts": {"f": {"BilledCost": "decimal(18,6)", "build_id": "string"}}})
     assert out == "SELECT f.BilledCost AS BilledCost FROM marts.f AS f"
+
+
+def test_the_old_names_still_resolve_with_a_warning():
+    """issue 27: SqlModel -> SqlTable, load_models -> load_tables, warehouse.sqlmodel -> sqltable;
+    the old names stay as deprecated aliases of the very same objects."""
+    import importlib  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    import warehouse.transform as transform  # noqa: PLC0415
+
+    sys.modules.pop("warehouse.sqlmodel", None)
+    with pytest.warns(DeprecationWarning, match="import warehouse.sqltable"):
+        old = importlib.import_module("warehouse.sqlmodel")
+    assert old.SqlModel is sqltable.SqlTable
+    assert old.load_models() == sqltable.load_tables()
+    with pytest.warns(DeprecationWarning, match="use SqlTable"):
+        assert transform.SqlModel is sqltable.SqlTable
+    with pytest.warns(DeprecationWarning, match="use load_tables"):
+        assert transform.load_models is sqltable.load_tables
+    with pytest.raises(AttributeError):
+        transform.NoSuchName  # noqa: B018
