@@ -50,8 +50,7 @@ def test_the_nightly_plan_was_incremental_and_reached_back(scenario):
     assert not scope.full, scope.reason
     assert {start, start + dt.timedelta(days=2), start + dt.timedelta(days=DEMO_DAYS - 1)} <= set(scope.days)
     # incremental tables are partitioned by day on Spark: one partition per day with calls
-    parts = scenario.spark.sql("SHOW PARTITIONS core.call_costs").collect()
-    assert len(parts) == DEMO_DAYS
+    assert scenario.call_costs_partitions == DEMO_DAYS
 
 
 @pytest.mark.slow

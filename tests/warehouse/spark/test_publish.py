@@ -51,14 +51,18 @@ def test_a_run_that_is_not_published_is_put_back_and_a_published_one_leaves_no_s
             todo.extend(models[t].deps)
     subset = [m for m in load_spark_tables() if m.table in need]
     assert {m.incremental is None for m in subset if not m.view} == {True, False}  # both kinds are in it
-    target = Target((("stg", "jr_stg"), ("core", "jr_core"), ("marts", "jr_marts")))
-    for db in ("jr_stg", "jr_core", "jr_marts"):
+    target = Target((("stg", "jr_stg"), ("ops", "jr_ops"), ("core", "jr_core"), ("marts", "jr_marts")))
+    for db in ("jr_stg", "jr_ops", "jr_core", "jr_marts"):
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
     # from the scenario's staging files, not the catalog: another test of the session may have
-    # unregistered the stg tables (tests/warehouse/spark/test_spark_ingest.py)
-    for folder in sorted(Path(scenario.staging).glob("stg.*")):
-        spark.sql(f"CREATE TABLE jr_stg.{folder.name.removeprefix('stg.')} USING parquet AS "
-                  f"SELECT * FROM parquet.`{folder}`")
+    # unregistered the stg and ops tables (tests/warehouse/spark/test_spark_ingest.py); the build
+    # reads ops.settings, so the ops tables are copied too (the stop-33 CI failure: `ops`.`settings`
+    # not found when test_spark_ingest ran first in the same worker)
+    for schema in ("stg", "ops"):
+        for folder in sorted(Path(scenario.staging).glob(f"{schema}.*")):
+            spark.sql(f"CREATE TABLE jr_{schema}.{folder.name.removeprefix(schema + '.')} USING parquet AS "
+                      f"SELECT * FROM parquet.`{folder}`")
+    assert spark.catalog.tableExists("jr_ops.settings")
     tables = [target.table(m.table) for m in subset if not m.view]
 
     for m in subset:  # state A: built whole
