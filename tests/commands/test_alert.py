@@ -14,9 +14,9 @@ import pytest
 from tests.conftest import build_warehouse
 from tests.nightly_helpers import (HIGH_PER_MONTH, HIGH_WINDOW_USD, LOW_PER_MONTH, Receiver, alert_landing,
                                    closed_port_url, config_file)
-from thinktax import alert
+from services import alert
 from thinktax.cli import main
-from thinktax.config import Alert, Config
+from services.config import Alert, Config
 
 # Dates well in the past: `thinktax run` quarantines calls dated after the day they are ingested.
 APR30, MAY30, JUN30 = dt.date(2025, 4, 30), dt.date(2025, 5, 30), dt.date(2025, 6, 30)

@@ -22,7 +22,7 @@ import pytest
 from sources import bills_anthropic as ba
 from sources import bills_openai as bo
 from sources.base import ParseContext
-from thinktax import billing_api as api
+from services import billing_api as api
 from thinktax.cli import main
 from thinktax.commands import fetch_bills as cmd
 

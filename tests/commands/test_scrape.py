@@ -17,7 +17,7 @@ import pytest
 from sources.base import ParseContext
 from sources.prometheus import parse
 from thinktax.commands import scrape as scrape_cmd
-from thinktax.scraper import load_targets, parse_duration, run_scrapes
+from services.scraper import load_targets, parse_duration, run_scrapes
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "metrics"

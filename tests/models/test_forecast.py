@@ -100,7 +100,7 @@ def test_backtest_coverage_is_counted_and_short_coverage_widens_by_the_stated_ru
 
 
 def test_horizon_and_warn_months_come_from_thinktax_toml(tmp_path):
-    from thinktax.config import ConfigError, load_config  # noqa: PLC0415
+    from services.config import ConfigError, load_config  # noqa: PLC0415
 
     p = tmp_path / "thinktax.toml"
     p.write_text("[forecast]\nhorizon_months = 2\n[alert]\nwarn_months = 1\n")

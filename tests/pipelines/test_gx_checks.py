@@ -250,7 +250,7 @@ def test_publish_is_downstream_of_every_checked_staging_table():
 
 def publish_directly(landing: Path, wh: Path) -> None:
     """A published warehouse without Dagster (what a previous good run left)."""
-    from thinktax.config import Config
+    from services.config import Config
     from warehouse.db import Build
     from warehouse.ingest import Ingestor
     from warehouse.transform import build_all

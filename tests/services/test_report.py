@@ -17,7 +17,7 @@ import pytest
 from tests import bi_landing
 from pipelines.defs.report import REPORT, report as report_asset
 from pipelines.defs.resources import ThinktaxResource
-from thinktax import report
+from services import report
 from thinktax.cli import main
 
 EXTERNAL = re.compile(r"""(?:src|href|xlink:href|action)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?\s*(?:https?:)?//|@import""",

@@ -32,7 +32,7 @@ from decimal import Decimal as D
 import pytest
 
 from tests.conftest import build_warehouse, write_files
-from thinktax.config import Config, Otel
+from services.config import Config, Otel
 
 PRICES = {
     "prices/llm/prices.2026-01-01.csv": (

@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 
 from tests.otel_stub import BODIES, Receiver, Stub
-from thinktax.config import Config
+from services.config import Config
 from warehouse.db import Build
 from warehouse.ingest import Ingestor
 from warehouse.transform import build_all

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from thinktax.config import Config
+from services.config import Config
 from warehouse.db import migrate, write_settings
 from warehouse.transform import build, load_tables
 

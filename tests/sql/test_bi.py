@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from tests import bi_landing
-from thinktax.config import Config
+from services.config import Config
 from warehouse.db import Build
 
 BI = resources.files("sql").joinpath("bi")

@@ -123,7 +123,7 @@ def test_reingest_and_reverse_order_give_same_marts(mini_landing, tmp_path):
     c1.close()
     # the same sheets ingested newest first give the same price history and costs
     from tests.conftest import NOW
-    from thinktax.config import Config
+    from services.config import Config
     from warehouse.db import Build
     from warehouse.ingest import Ingestor
     from warehouse.transform import build_all

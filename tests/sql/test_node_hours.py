@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REAL, REPO, write_files
-from thinktax.config import Config
+from services.config import Config
 from warehouse.db import Build, read_only
 from warehouse.ingest import Ingestor, IngestSummary
 from warehouse.transform import build_all

@@ -26,8 +26,8 @@ import pytest
 
 from tests.conftest import build_warehouse, write_files
 from tests.nightly_helpers import Receiver
-from thinktax import alert
-from thinktax.config import Alert, Config
+from services import alert
+from services.config import Alert, Config
 from warehouse.outlook import (
     build_breakeven_outlook, build_budget_outlook, build_deployment_offers, build_peak_capacity, build_spend_forecast,
     build_substitution_breakeven,
@@ -162,7 +162,7 @@ def test_outlook_expects_the_crossing_this_month_and_warns_once(con):
 
 
 def test_report_shows_forecast_outlook_and_budget_burn_down(con):
-    from thinktax import report  # noqa: PLC0415
+    from services import report  # noqa: PLC0415
 
     html = report.build_html(con)
     assert "Spend forecast" in html and "fallback_mean_rate" in html
@@ -260,7 +260,7 @@ def test_capacity_plan_replays_the_busiest_hours_and_the_outlook_pays_for_the_la
         con.execute("ALTER TABLE core.calls_hidden RENAME TO calls")
     assert [(r.get("replicas_needed"), r["planned_replicas"], r["sizing_basis"]) for r in rows] == [
         (None, 1, "peak_concurrency (no replay)")]
-    from thinktax import report  # noqa: PLC0415
+    from services import report  # noqa: PLC0415
 
     html = report.build_html(con)
     assert "Capacity plan for bursty reasoning load" in html and "peak_concurrency" in html

@@ -7,7 +7,7 @@ import shutil
 from decimal import Decimal as D
 
 from tests.conftest import NOW, REAL, write_files
-from thinktax.config import Config
+from services.config import Config
 from warehouse.db import Build
 from warehouse.ingest import Ingestor
 from warehouse.transform import build_all

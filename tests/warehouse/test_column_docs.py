@@ -169,7 +169,7 @@ def test_table_metadata_in_a_run_build_file(pub, tmp_path):
     import dagster as dg  # noqa: PLC0415
 
     from pipelines.defs.metadata import table_metadata  # noqa: PLC0415
-    from thinktax.config import Config  # noqa: PLC0415
+    from services.config import Config  # noqa: PLC0415
     from warehouse.db import Build  # noqa: PLC0415
     from warehouse.transform import build, load_tables  # noqa: PLC0415
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from thinktax.config import Config
+from services.config import Config
 from warehouse.checks import load_checks
 from warehouse.db import Build, connect, migrate
 from warehouse.ingest import Ingestor

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from thinktax import benchgen
-from thinktax.config import Config
+from synthetic import benchgen
+from services.config import Config
 from warehouse import incremental
 from warehouse.db import Build, read_only
 from warehouse.ingest import Ingestor

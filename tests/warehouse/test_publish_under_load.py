@@ -22,7 +22,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from thinktax.config import Config
+from services.config import Config
 from warehouse.db import Build, run_lock
 from warehouse.ingest import Ingestor
 from warehouse.transform import build_all

@@ -130,7 +130,7 @@ def spark(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def scenario(spark, tmp_path_factory) -> Scenario:
-    from thinktax.config import Config  # noqa: PLC0415
+    from services.config import Config  # noqa: PLC0415
     from synthetic.demo import DemoSpec, write_landing  # noqa: PLC0415
     from warehouse import incremental  # noqa: PLC0415
     from warehouse.db import Build  # noqa: PLC0415
