@@ -87,6 +87,14 @@ class Engine:
 
 
 @dataclass(frozen=True)
+class Warehouse:
+    # The per-call tables are Parquet files shared by successive builds (warehouse/parts.py); a file
+    # a new build no longer lists is kept while one of the last keep_builds published builds lists
+    # it, so a BI tool that opened one of them keeps reading it. 1 = only the current build's files.
+    keep_builds: int = 2
+
+
+@dataclass(frozen=True)
 class Config:
     hours_per_month: float = 730.0
     tiers: Tiers = field(default_factory=Tiers)
@@ -96,6 +104,7 @@ class Config:
     otel: Otel = field(default_factory=Otel)
     cloud: Cloud = field(default_factory=Cloud)
     engine: Engine = field(default_factory=Engine)
+    warehouse: Warehouse = field(default_factory=Warehouse)
     source: str | None = None  # the file it came from, if any
 
     def settings_row(self) -> dict[str, object]:
@@ -146,6 +155,8 @@ def _check(cfg: Config) -> Config:
         raise ConfigError("alert.invoice_mismatch_usd and alert.invoice_mismatch_pct must be >= 0")
     if not isinstance(cfg.cloud.team_tag, str) or not cfg.cloud.team_tag.strip():
         raise ConfigError("cloud.team_tag must be a tag / label name, e.g. 'team'")
+    if not isinstance(cfg.warehouse.keep_builds, int) or cfg.warehouse.keep_builds < 1:
+        raise ConfigError(f"warehouse.keep_builds must be an integer >= 1, got {cfg.warehouse.keep_builds!r}")
     return cfg
 
 
@@ -162,7 +173,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"config file not found: {p}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    known = {"hours_per_month", "tiers", "alert", "forecast", "capacity", "otel", "cloud", "engine"}
+    known = {"hours_per_month", "tiers", "alert", "forecast", "capacity", "otel", "cloud", "engine", "warehouse"}
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
@@ -174,6 +185,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         otel = Otel(**raw.get("otel", {}))
         cloud = Cloud(**raw.get("cloud", {}))
         engine = Engine(**raw.get("engine", {}))
+        warehouse = Warehouse(**raw.get("warehouse", {}))
     except TypeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
     if engine.kind not in ("duckdb", "spark"):
@@ -181,7 +193,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     if engine.ingest not in ("duckdb", "spark"):
         raise ConfigError(f"{p}: engine.ingest must be 'spark' or 'duckdb', got {engine.ingest!r}")
     return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, forecast=forecast,
-                         capacity=capacity, otel=otel, cloud=cloud, engine=engine, source=str(p)))
+                         capacity=capacity, otel=otel, cloud=cloud, engine=engine, warehouse=warehouse,
+                         source=str(p)))
 
 
 WAREHOUSE_FILE = Path(DEFAULT_WAREHOUSE).name

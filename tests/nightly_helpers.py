@@ -144,3 +144,12 @@ def closed_port_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}/hook"
+
+
+def as_table(con, table: str) -> None:  # noqa: ANN001
+    """Make ``table`` (a view over Parquet files in a run's build: warehouse/parts.py) a table of
+    the build file with the same rows, so that a test can corrupt it with an UPDATE."""
+    con.execute(f"CREATE TEMP TABLE _rows AS SELECT * FROM {table}")
+    con.execute(f"DROP VIEW IF EXISTS {table}")
+    con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _rows")
+    con.execute("DROP TABLE _rows")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from warehouse import comments
+from warehouse.db import copy_warehouse
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "docs" / "warehouse.md"
@@ -113,7 +113,7 @@ def generate(reference: Path | None = None) -> str:
         if reference is None:
             reference = reference_warehouse(Path(tmp))
         copy = Path(tmp) / "copy.duckdb"
-        shutil.copyfile(reference, copy)
+        copy_warehouse(reference, copy)
         with duckdb.connect(str(copy)) as con:
             comments.apply(con)
             return render(describe(con))

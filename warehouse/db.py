@@ -6,6 +6,11 @@ published file (``os.replace``: atomic on POSIX). Readers that open the publishe
 query see either the old snapshot or the new one, never half a build; a run that fails or is
 killed leaves the published file exactly as it was, and its build file is removed by the next
 run. One run at a time: the build holds ``<name>.lock`` (an ``flock``) until it ends.
+
+The large per-call tables are not in the file (issue 26): they are Parquet files under
+``<stem>.parts/`` that a build adds to and never changes, listed by the file's views
+(warehouse/parts.py). So the copy is of the small tables only, and the rename still publishes one
+whole build: the files the old snapshot lists are kept for ``keep_builds`` published builds.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from importlib import resources
 from pathlib import Path
 
 import duckdb
+
+from warehouse import parts
 
 MIGRATIONS = "warehouse.migrations"
 
@@ -89,11 +96,16 @@ class Build:
     def lock_path(self) -> Path:
         return self.published.with_name(f"{self.published.name}.lock")
 
+    @property
+    def parts_dir(self) -> Path:
+        return parts.parts_dir_for(self.published)
+
     def connect(self) -> duckdb.DuckDBPyConnection:
         return connect(self.path)
 
-    def start(self, settings: dict[str, object]) -> None:
-        """Copy the published warehouse (if any) into the build file and migrate it."""
+    def start(self, settings: dict[str, object], *, keep_builds: int = parts.DEFAULT_KEEP_BUILDS) -> None:
+        """Copy the published warehouse (if any) into the build file and migrate it; remove the
+        Parquet parts no build a reader may hold lists any more (warehouse/parts.py)."""
         self.published.parent.mkdir(parents=True, exist_ok=True)
         for stale in self.published.parent.glob(f"{self.published.name}.build-*"):
             if stale != self.path and not stale.name.endswith(".wal"):
@@ -106,6 +118,8 @@ class Build:
         with self.connect() as con:
             migrate(con)
             write_settings(con, settings, self.build_id)
+            parts.set_location(con, self.parts_dir.resolve())
+            parts.collect_garbage(con, keep_builds, self.build_id)
             con.execute(
                 "INSERT OR REPLACE INTO ops.runs (build_id, started_at) VALUES (?, ?)",
                 [self.build_id, utcnow()],
@@ -118,6 +132,7 @@ class Build:
                 "UPDATE ops.runs SET published_at = ?, files_new = ?, landing = ? WHERE build_id = ?",
                 [utcnow(), files_new, landing, self.build_id],
             )
+            parts.sync(con, self.build_id)
             con.execute("CHECKPOINT")
         fd = os.open(self.path, os.O_RDONLY)
         try:
@@ -135,6 +150,33 @@ class Build:
     def abandon(self) -> None:
         self.path.unlink(missing_ok=True)
         self.path.with_name(self.path.name + ".wal").unlink(missing_ok=True)
+
+
+def copy_warehouse(src: Path, dst: Path) -> Path:
+    """A copy of the published warehouse ``src`` at ``dst``: the DuckDB file, and its Parquet parts
+    folder (warehouse/parts.py) hard-linked where the file system allows (the files are never
+    changed once written; each warehouse removes only its own links), with the views remade over
+    the copy's files. What a backup or a second warehouse to experiment on needs; copying the
+    DuckDB file alone gives a file whose views read ``src``'s parts."""
+    src, dst = Path(src), Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    src_parts, dst_parts = parts.parts_dir_for(src), parts.parts_dir_for(dst)
+    if src_parts.is_dir():
+        shutil.rmtree(dst_parts, ignore_errors=True)
+        shutil.copytree(src_parts, dst_parts, copy_function=_link_or_copy)
+        with connect(dst) as con:
+            if parts.location(con) is not None:
+                parts.set_location(con, dst_parts.resolve())
+                con.execute("CHECKPOINT")
+    return dst
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 class WarehouseBusy(RuntimeError):

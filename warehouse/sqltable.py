@@ -20,6 +20,9 @@ comment block at the top of the file::
 * ``@halo`` (``incremental_by_day`` only, default false): rows depend on neighbouring days; the
   planned days +- the halo are replaced.
 * ``@key`` (incremental kinds, default ``day`` / ``month``): the column the days are matched on.
+* ``@storage`` (``incremental_by_day`` only, default ``table``): ``parquet`` keeps the table out of
+  the DuckDB file, as day-partitioned Parquet files and a view over them (warehouse/parts.py); for
+  the large per-call tables, so that publishing a build does not copy them.
 
 A header that is missing, names an unknown key or a bad value fails at load with the file named
 (``HeaderError``). The same SQL is rendered for Spark SQL by ``to_spark`` (sqlglot plus the
@@ -46,7 +49,8 @@ SCHEMAS = ("core", "marts")
 READABLE = ("stg", "core", "marts", "ops")
 KINDS = ("full", "incremental_by_day", "incremental_by_month", "view")
 CLOSURES = ("task_id",)
-_KEYS = ("kind", "grain", "closure", "halo", "key")
+_KEYS = ("kind", "grain", "closure", "halo", "key", "storage")
+STORAGES = ("table", "parquet")
 _HEADER_LINE = re.compile(r"^--\s*@([A-Za-z_]+)\s*:\s*(.*)$")
 _TRUE = {"true": True, "yes": True, "false": False, "no": False}
 
@@ -72,6 +76,7 @@ class SqlTable:
     closure: str | None = None  # 'task_id': the plan's days are closed over this key
     key: str | None = None  # the column matched against the planned days ('day' / 'month')
     path: str = ""  # 'sql/core/x.sql', for messages
+    storage: str = "table"  # '@storage: parquet': day-partitioned Parquet files and a view (warehouse/parts.py)
 
     @property
     def table(self) -> str:
@@ -110,6 +115,7 @@ class Header:
     closure: str | None = None
     halo: bool = False
     key: str | None = None
+    storage: str = "table"
 
 
 def parse_header(sql: str, path: str) -> Header:
@@ -160,7 +166,12 @@ def parse_header(sql: str, path: str) -> Header:
             raise HeaderError(f"{path}: @key is for incremental models; this one is @kind {kind}")
         if not re.fullmatch(r"[a-z_][a-z0-9_]*", key):
             raise HeaderError(f"{path}: @key '{key}' is not a column name")
-    return Header(kind, values["grain"], closure, halo, key)
+    storage = values.get("storage", "table").lower()
+    if storage not in STORAGES:
+        raise HeaderError(f"{path}: @storage '{values['storage']}' is not one of {', '.join(STORAGES)}")
+    if storage != "table" and kind != "incremental_by_day":
+        raise HeaderError(f"{path}: @storage {storage} is for @kind incremental_by_day (files per day); this one is @kind {kind}")
+    return Header(kind, values["grain"], closure, halo, key, storage)
 
 
 # -- the syntax tree -----------------------------------------------------------------------------
@@ -252,7 +263,8 @@ def _table(schema: str, name: str, sql: str, path: str, cached: dict[str, list[s
     refs.discard(f"{schema}.{name}")
     incremental = header.kind.removeprefix("incremental_by_") if header.kind.startswith("incremental_by_") else None
     return SqlTable(schema, name, sql, frozenset(refs), incremental=incremental, halo=header.halo,
-                    view=header.kind == "view", grain=header.grain, closure=header.closure, key=header.key, path=path)
+                    view=header.kind == "view", grain=header.grain, closure=header.closure, key=header.key, path=path,
+                    storage=header.storage)
 
 
 @cache

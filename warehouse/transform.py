@@ -16,7 +16,7 @@ import os
 
 import duckdb
 
-from warehouse import incremental
+from warehouse import incremental, parts
 from warehouse.incremental import Scope
 from warehouse.sqltable import SCHEMAS, SqlTable, load_tables
 
@@ -100,7 +100,22 @@ def _build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None)
             con.execute(f"DROP TABLE {model.table}")  # it was a table in an older warehouse
         con.execute(f"CREATE OR REPLACE VIEW {model.table} AS {incremental.render(model.sql, scope, full=True)}")
         incremental.record(con, model.table, model.sql, "view", 0, build_id)
+    elif model.storage == "parquet" and build_id is not None and parts.location(con) is not None:
+        # a table not yet in Parquet (a warehouse from before issue 26) is written whole once
+        full = scope is None or scope.is_full(model.table) or not parts.stored(con, model.table)
+        if full:
+            parts.write(con, model.table, model.key_column, incremental.render(model.sql, scope, full=True),
+                        build_id=build_id, days=None)
+            incremental.record(con, model.table, model.sql, "full", 0, build_id)
+        else:
+            days = scope.model_days(model.halo)
+            key = incremental.render(f"core.in_build_{model.incremental}s({model.key_column})", scope, full=False, halo=model.halo)
+            sql = incremental.render(model.sql, scope, full=False, halo=model.halo)
+            parts.write(con, model.table, model.key_column, f"SELECT * FROM ({sql}) WHERE {key}", build_id=build_id, days=days)
+            incremental.record(con, model.table, model.sql, "incremental", len(days), build_id)
+        return parts.rows(con, model.table)
     elif scope is None or scope.is_full(model.table) or model.incremental is None:
+        parts.forget(con, model.table, build_id)
         schema, name = model.table.split(".")
         if con.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ? "
                        "AND table_type = 'VIEW'", [schema, name]).fetchall():

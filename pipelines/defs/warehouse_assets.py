@@ -49,7 +49,7 @@ from pipelines.defs.economics_assets import ECONOMICS, result_metadata
 from pipelines.defs.gx_checks import CHECK_NAME as GX_CHECK, gx_collect, gx_submit
 from pipelines.defs.metadata import table_metadata
 from pipelines.defs.resources import ThinktaxResource
-from warehouse import comments, expectations, incremental
+from warehouse import comments, expectations, incremental, parts
 from warehouse.checks import SqlCheck, load_checks
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 from warehouse.engine import Engine, close_engine
@@ -194,7 +194,10 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
 
 def _ingest(context, config, thinktax, cfg, build_, engine: Engine) -> Iterator:  # noqa: ANN001
     progress.report("prepare", str(build_.path))
-    build_.start(cfg.settings_row())
+    build_.start(cfg.settings_row(), keep_builds=cfg.warehouse.keep_builds)
+    if not config.full_rebuild:
+        with build_.connect() as con:
+            parts.check(con)  # a Parquet file of the published build deleted or truncated: stop, naming it
     yield dg.MaterializeResult(asset_key=SETTINGS, metadata={"build_file": str(build_.path), "config": cfg.source or "defaults",
                                                              "engine": engine.kind})
     with build_.connect() as con, expectations.worker_scope():

@@ -21,6 +21,7 @@
 -- provider, the price version in force (versions start and end at dates) -- is looked up once per
 -- distinct key and joined back to the calls by equality; no per-call window, range join or regex.
 -- @kind: incremental_by_day
+-- @storage: parquet
 -- @grain: one row per call (request_id)
 -- @closure: task_id
 WITH requests AS (

@@ -32,6 +32,7 @@
 -- A call without latency_ms has NULL byte-seconds (its peak KV is still given). Time to first token
 -- is not used: the prefill is taken as instant, which slightly overstates what the prompt holds.
 -- @kind: incremental_by_day
+-- @storage: parquet
 -- @grain: one row per call (request_id, API or self-hosted) whose model has a known KV size per
 --   token
 WITH models AS (

@@ -10,6 +10,7 @@
 -- Until issue 17 core.calls was a view of core.call_costs with the API money columns; they are
 -- in core.call_costs (api_cost_usd = cost_usd of an API call; see CHANGELOG.md).
 -- @kind: incremental_by_day
+-- @storage: parquet
 -- @grain: one row per call (request_id)
 -- @closure: task_id
 WITH requests AS (

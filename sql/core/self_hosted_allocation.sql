@@ -6,6 +6,7 @@
 -- up exactly to the node's cost (core.node_hours_cost). Hours without a known price are left out
 -- (they show in marts.unpriced_usage).
 -- @kind: incremental_by_day
+-- @storage: parquet
 -- @grain: one row per (self-hosted call, pool) plus one row per idle node-day
 WITH calls AS (
     -- the self-hosted calls (a node_id) of core.calls; core.call_costs prices them from this table

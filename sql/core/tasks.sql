@@ -5,6 +5,7 @@
 -- The marts that group by a task's attributes (marts.task_costs, marts.task_cost_breakdown) take
 -- them from here, so a task's calls stay together under one day, team and tier.
 -- @kind: incremental_by_day
+-- @storage: parquet
 -- @grain: one row per task (task_id)
 -- @closure: task_id
 -- @key: task_day

@@ -2,6 +2,7 @@
 -- The task's attributes, calls and tokens are core.tasks' (day = task_day, team = task_team, tier =
 -- task_tier: the task's, not each call's); the money is the sum of its calls' core.call_costs.
 -- @kind: incremental_by_day
+-- @storage: parquet
 -- @grain: one row per task (task_id). A task's day, team and task_type are those of its first call;
 --   its tier is the highest tier of its calls (fast < medium < full).
 -- @closure: task_id

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import write_files
+from tests.nightly_helpers import as_table
 from thinktax.cli import main
 
 
@@ -59,6 +60,7 @@ def test_failed_check_leaves_published_warehouse_untouched(mini_landing: Path, t
     def broken(con, model, scope=None):
         rows = real_build(con, model, scope)
         if model.table == "core.self_hosted_allocation":
+            as_table(con, "core.self_hosted_allocation")  # a view over Parquet files: made a table to corrupt it
             con.execute("UPDATE core.self_hosted_allocation SET allocated_micro_usd = allocated_micro_usd + 1")
         return rows
 

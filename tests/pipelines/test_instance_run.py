@@ -17,7 +17,7 @@ import duckdb
 from pipelines.definitions import defs
 from pipelines.defs.resources import ThinktaxResource
 from pipelines.defs.sensors import notify_run_failure
-from tests.nightly_helpers import Receiver, alert_landing, config_file, write
+from tests.nightly_helpers import Receiver, alert_landing, as_table, config_file, write
 from thinktax.runner import RunOptions, dagster_home, run_pipeline
 
 APR = [dt.date(2025, 4, d).isoformat() for d in range(1, 31)]
@@ -94,6 +94,7 @@ def test_failed_check_is_not_retried_and_notifies_once(tmp_path: Path, monkeypat
     def broken(con, model, scope=None):  # a negative bucket: the blocking check buckets_non_negative fails
         rows = real_build(con, model, scope)
         if model.table == "core.call_costs":  # the check is attached to core.call_costs
+            as_table(con, "core.call_costs")  # a view over Parquet files (warehouse/parts.py): made a table to corrupt it
             con.execute("UPDATE core.call_costs SET thinking_tokens = -1 WHERE request_id = 'o3-2025-04-01'")
         return rows
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import struct
 import subprocess
 import zlib
@@ -19,6 +18,7 @@ from pipelines.defs.report import REPORT, report as report_asset
 from pipelines.defs.resources import ThinktaxResource
 from services import report
 from thinktax.cli import main
+from warehouse.db import copy_warehouse
 
 EXTERNAL = re.compile(r"""(?:src|href|xlink:href|action)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?\s*(?:https?:)?//|@import""",
                       re.IGNORECASE)
@@ -39,7 +39,7 @@ def _has_column(con, table: str, column: str) -> bool:
 def full(pub, tmp_path_factory) -> Path:
     """The fixture warehouse plus a contract-shaped break-even mart and one alert, so every chart has data."""
     path = tmp_path_factory.mktemp("full") / "thinktax.duckdb"
-    shutil.copyfile(pub.warehouse, path)
+    copy_warehouse(pub.warehouse, path)
     with duckdb.connect(str(path)) as con:
         con.execute(bi_landing.BREAKEVEN_ROWS)
         con.execute("INSERT INTO ops.alerts (alert, model, fired_at, window_spend_usd, threshold_usd, delivered, message) "
@@ -88,7 +88,7 @@ def test_report_of_the_fixture_warehouse(pub, tmp_path):
 
 def test_a_note_instead_of_the_break_even_chart_when_the_mart_is_absent(pub, tmp_path):
     path = tmp_path / "old.duckdb"
-    shutil.copyfile(pub.warehouse, path)
+    copy_warehouse(pub.warehouse, path)
     with duckdb.connect(str(path)) as con:
         con.execute("DROP TABLE IF EXISTS marts.self_host_breakeven")
     html = report.write_report(path, tmp_path / "r.html").read_text(encoding="utf-8")
@@ -139,7 +139,7 @@ def _materialize_report(warehouse: Path, landing: Path) -> dg.ExecuteInProcessRe
 
 def test_report_asset_writes_next_to_the_warehouse(pub, tmp_path):
     wh = tmp_path / "thinktax.duckdb"
-    shutil.copyfile(pub.warehouse, wh)
+    copy_warehouse(pub.warehouse, wh)
     result = _materialize_report(wh, pub.landing)
     assert result.success
     [mat] = result.asset_materializations_for_node(report_asset.op.name)

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import REAL, REPO, write_files
 from services.config import Config
-from warehouse.db import Build, read_only
+from warehouse.db import Build, copy_warehouse, read_only
 from warehouse.ingest import Ingestor, IngestSummary
 from warehouse.transform import build_all
 
@@ -350,7 +350,7 @@ def test_late_log_file_recomputes_published_day_and_counts_nothing_twice(first_r
     landing = Path(shutil.copytree(first_run[0], tmp_path / "landing"))
     wh = tmp_path / "wh" / "thinktax.duckdb"
     wh.parent.mkdir()
-    shutil.copyfile(first_run[1], wh)
+    copy_warehouse(first_run[1], wh)
     before = _snapshot(wh)
 
     # a log file for 2026-11-03 (already published) lands later: c5 on gpu-node-a, 13:29:00-13:30:00,
@@ -398,7 +398,7 @@ def test_paid_matches_check_passes_and_catches_a_lost_micro_dollar(published, tm
     (check,) = [c for c in load_checks() if c.name == "node_hours_paid_matches"]
     assert check.asset == "marts.node_hours"
     copy = tmp_path / "copy.duckdb"
-    shutil.copyfile(published, copy)
+    copy_warehouse(published, copy)
     c = duckdb.connect(str(copy))
     assert check.run(c) == (0, [])
     # one micro-dollar of idle cost lost in hour 13 -> the node no longer adds up

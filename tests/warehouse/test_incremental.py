@@ -28,7 +28,7 @@ import pytest
 from synthetic import benchgen
 from services.config import Config
 from warehouse import incremental
-from warehouse.db import Build, read_only
+from warehouse.db import Build, copy_warehouse, read_only
 from warehouse.ingest import Ingestor
 from warehouse.rebuild import rebuild_all
 from warehouse.transform import load_tables
@@ -170,7 +170,7 @@ def _same_as_full(wh: Path, landing: Path, tmp_path: Path) -> None:
     """Every table of ``wh`` equals a full rebuild of the same staging tables (a copy of ``wh``
     rebuilt whole; the same files ingested in the same order, so the same file ids)."""
     full = tmp_path / "full-reference.duckdb"
-    shutil.copyfile(wh, full)
+    copy_warehouse(wh, full)
     b = Build(full, "full")
     b.start(Config().settings_row())
     with b.connect() as con:

@@ -1,0 +1,278 @@
+"""The per-call tables as day-partitioned Parquet files (issue 26 item 1, warehouse/parts.py).
+
+A build writes only the days it rebuilt, as new files in its own folder; the published DuckDB file
+lists the exact files of its build in views; a reader holding an older build keeps reading it while
+that build is among the last ``keep_builds``; a damaged file stops the next run before it builds;
+the files of a build that was not published are removed by the next run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from services.config import Config, ConfigError, load_config
+from synthetic import benchgen
+from warehouse import incremental, parts
+from warehouse.db import Build, copy_warehouse, migrate, read_only
+from warehouse.ingest import Ingestor
+from warehouse.rebuild import rebuild_all
+from warehouse.sqltable import load_tables
+from warehouse.transform import build
+
+SPEC = benchgen.GenSpec(calls_per_day=400, days=3, lines_per_file=400)
+STORED = {"core.calls", "core.call_costs", "core.call_kv", "core.self_hosted_allocation", "core.tasks", "marts.task_costs"}
+
+
+def _run(published: Path, landing: Path, name: str, keep: int = 2) -> incremental.Scope:
+    """One warehouse-level run (what the Dagster job does, without Dagster): start, ingest, plan,
+    build, publish."""
+    b = Build(published, name)
+    b.start(Config().settings_row(), keep_builds=keep)
+    with b.connect() as con:
+        parts.check(con)
+        Ingestor(con, landing).ingest()
+        scope = incremental.plan(con, b.build_id)
+        rebuild_all(con, scope, b.build_id)
+    b.publish(files_new=0, landing=str(landing))
+    return scope
+
+
+def _late(landing: Path, name: str, day: int, n: int = 3) -> None:
+    """A late request file of ``n`` o3 calls on history day ``day`` (new tasks: no closure)."""
+    ts = dt.datetime.combine(SPEC.day(day), dt.time(12))
+    lines = [json.dumps({"ts": (ts + dt.timedelta(minutes=k)).isoformat() + "Z", "request_id": f"{name}-{k}",
+                         "task_id": f"{name}-task-{k}", "model": "o3", "provider": "openai", "latency_ms": 1000,
+                         "usage": {"prompt_tokens": 1000, "completion_tokens": 600,
+                                   "completion_tokens_details": {"reasoning_tokens": 400}}}) for k in range(n)]
+    out = landing / "telemetry" / "requests" / f"{name}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def landing(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("parts") / "landing"
+    benchgen.write_reference_files(root, SPEC)
+    for d in range(SPEC.days):
+        benchgen.write_day(root, SPEC, d)
+    return root
+
+
+def _fresh_landing(landing: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(landing, tmp_path / "landing"))
+
+
+def _listed(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.execute("SELECT table_name, day, path, row_count, bytes, build_id FROM ops.part_files "
+                       "WHERE retired_by IS NULL ORDER BY path").fetchall()
+
+
+def test_per_call_tables_are_views_over_their_builds_files_with_the_sql_types(landing: Path, tmp_path: Path):
+    wh = tmp_path / "wh" / "thinktax.duckdb"
+    _run(wh, landing, "one")
+    with read_only(wh) as con:
+        views = {f"{s}.{v}" for s, v in con.execute("SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+        tables = {f"{s}.{t}" for s, t in con.execute("SELECT schema_name, table_name FROM duckdb_tables()").fetchall()}
+        assert STORED <= views and not STORED & tables  # not in the DuckDB file
+        assert STORED == {m.table for m in load_tables() if m.storage == "parquet"}
+        listed = _listed(con)
+        assert {r[0] for r in listed} == STORED
+        for table in STORED:
+            files = [r for r in listed if r[0] == table]
+            (n,) = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0]
+            assert n == sum(r[3] for r in files), table
+            if not n:  # an empty table (no model config here sizes KV): one zero-row file gives its columns
+                assert [(r[1], r[3]) for r in files] == [(None, 0)], table
+            key = con.execute("SELECT key_column FROM ops.part_tables WHERE table_name = ?", [table]).fetchall()[0][0]
+            for _, day, path, count, size, writer in files:
+                p = wh.parent / "thinktax.parts" / path
+                assert p.stat().st_size == size and writer == "one"
+                # every row of a file has the day the list gives it, and the footer's count is its rows
+                got = con.execute(f"SELECT count(*), count(*) FILTER (WHERE \"{key}\" IS DISTINCT FROM ?) "
+                                  f"FROM read_parquet('{p}')", [day]).fetchall()[0]
+                assert got == (count, 0), path
+        types = {t: [(r[0], r[1]) for r in con.execute(f"DESCRIBE {t}").fetchall()] for t in STORED}
+        per_task_days = con.execute("SELECT count(DISTINCT task_day) FROM core.tasks").fetchall()[0][0]
+        assert len({r[1] for r in listed if r[0] == "core.tasks"}) == per_task_days
+        ids = con.execute("SELECT DISTINCT build_id FROM marts.task_costs").fetchall()
+    assert ids == [("one",)]
+    # the same SQL built into a DuckDB file without parts (no ops.storage): the column types the views give
+    native = tmp_path / "native.duckdb"
+    with duckdb.connect(str(native)) as con:
+        migrate(con)
+        con.execute(f"ATTACH '{wh}' AS pub (READ_ONLY)")
+        for (s, t) in con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'pub' "
+                                  "AND schema_name IN ('stg', 'ops') AND table_name NOT IN ('storage', 'part_files', "
+                                  "'part_tables')").fetchall():
+            con.execute(f"CREATE OR REPLACE TABLE {s}.{t} AS SELECT * FROM pub.{s}.{t}" if t == "settings"
+                        else f"INSERT INTO {s}.{t} BY NAME SELECT * FROM pub.{s}.{t}")
+        con.execute("DETACH pub")
+        for m in load_tables():
+            build(con, m)
+        for t in STORED:
+            assert con.execute(f"SELECT table_type FROM information_schema.tables WHERE table_schema || '.' || table_name = '{t}'"
+                               ).fetchall() == [("BASE TABLE",)]
+            assert [(r[0], r[1]) for r in con.execute(f"DESCRIBE {t}").fetchall()] == types[t], t
+    assert ("thinking_tokens", "HUGEINT") in types["core.tasks"]  # a sum: Parquet would make it DOUBLE
+
+
+def test_a_nightly_run_writes_only_the_days_it_rebuilt_and_shares_the_rest(landing: Path, tmp_path: Path):
+    land = _fresh_landing(landing, tmp_path)
+    wh = tmp_path / "wh" / "thinktax.duckdb"
+    _run(wh, land, "one")
+    with read_only(wh) as con:
+        before = _listed(con)
+    stats = {r[2]: os.stat(wh.parent / "thinktax.parts" / r[2]) for r in before}
+    _late(land, "late", 1)
+    scope = _run(wh, land, "two")
+    assert not scope.full and scope.days == (SPEC.day(1),)
+    with read_only(wh) as con:
+        after = _listed(con)
+        retired = con.execute("SELECT DISTINCT day FROM ops.part_files WHERE retired_by = 'two'").fetchall()
+    new = [r for r in after if r[5] == "two"]
+    # the late day's files of every per-call table, written again; nothing else
+    assert {r[1] for r in new} == {SPEC.day(1)}
+    assert {r[0] for r in new} == {r[0] for r in before if r[1] == SPEC.day(1)} >= {"core.calls", "core.call_costs"}
+    assert retired == [(SPEC.day(1),)]
+    kept = [r for r in after if r[5] == "one"]
+    assert kept == [r for r in before if not (r[1] == SPEC.day(1) and r[0] in {x[0] for x in new})]
+    for r in kept:  # the very same files: not rewritten
+        st = os.stat(wh.parent / "thinktax.parts" / r[2])
+        assert (st.st_ino, st.st_mtime_ns) == (stats[r[2]].st_ino, stats[r[2]].st_mtime_ns)
+    with read_only(wh) as con:
+        assert con.execute("SELECT count(*) FROM core.calls WHERE request_id LIKE 'late-%'").fetchall() == [(3,)]
+        assert con.execute("SELECT count(*) FROM core.calls").fetchall()[0][0] == SPEC.calls_per_day * SPEC.days + 3
+
+
+@pytest.mark.parametrize("keep", [1, 2])
+def test_files_an_older_build_lists_are_kept_while_it_is_among_the_last_keep_builds(landing: Path, tmp_path: Path, keep: int):
+    land = _fresh_landing(landing, tmp_path)
+    wh = tmp_path / "wh" / "thinktax.duckdb"
+    _run(wh, land, "one", keep)
+    # a reader that opened build one and holds it (through another path: one process shares an open file)
+    held_path = tmp_path / "held.duckdb"
+    os.link(wh, held_path)
+    held = duckdb.connect(str(held_path), read_only=True)
+    first = held.execute("SELECT count(*), sum(cost_usd) FROM core.call_costs").fetchall()
+    try:
+        _late(land, "late2", 2)
+        _run(wh, land, "two", keep)  # retires build one's day-2 files
+        assert held.execute("SELECT count(*), sum(cost_usd) FROM core.call_costs").fetchall() == first
+        _late(land, "late3", 2)
+        _run(wh, land, "three", keep)  # retires build two's day-2 files
+        with read_only(wh) as con:
+            gone = con.execute("SELECT count(*) FROM ops.part_files WHERE build_id = 'one' AND retired_by = 'two'").fetchall()[0][0]
+        if keep == 2:  # build one is among the last two published when three starts: its files stay
+            assert gone > 0
+            assert held.execute("SELECT count(*), sum(cost_usd) FROM core.call_costs").fetchall() == first
+            _run(wh, land, "four", keep)  # nothing new; now build one is three builds old: its files go
+        else:
+            assert gone == 0
+        with pytest.raises(duckdb.IOException):  # gone: an error, never fewer rows
+            held.execute("SELECT count(*), sum(cost_usd) FROM core.call_costs").fetchall()
+    finally:
+        held.close()
+    with read_only(wh) as con:
+        listed = {r[2] for r in con.execute("SELECT * FROM ops.part_files").fetchall()}
+        n = con.execute("SELECT count(*) FROM core.calls").fetchall()[0][0]
+    on_disk = {p.relative_to(wh.parent / "thinktax.parts").as_posix() for p in (wh.parent / "thinktax.parts").rglob("*.parquet")}
+    assert on_disk == listed  # nothing on disk that no build lists
+    assert n == SPEC.calls_per_day * SPEC.days + 6
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("damage", ["deleted", "truncated"])
+def test_a_damaged_file_of_the_published_build_stops_the_next_run_naming_it(landing: Path, tmp_path: Path, damage: str, capsys):
+    from thinktax.cli import main  # noqa: PLC0415
+
+    wh = tmp_path / "wh" / "thinktax.duckdb"
+    assert main(["run", "--landing", str(landing), "--warehouse", str(wh)]) == 0
+    with read_only(wh) as con:
+        n, usd = con.execute("SELECT count(*), sum(cost_usd) FROM core.call_costs").fetchall()[0]
+        path = con.execute("SELECT path FROM ops.part_files WHERE table_name = 'core.call_costs' AND retired_by IS NULL "
+                           "ORDER BY path LIMIT 1").fetchall()[0][0]
+    victim = wh.parent / "thinktax.parts" / path
+    if damage == "deleted":
+        victim.unlink()
+    else:
+        with open(victim, "r+b") as fh:
+            fh.truncate(victim.stat().st_size // 2)
+    published = _sha(wh)
+    capsys.readouterr()
+    assert main(["run", "--landing", str(landing), "--warehouse", str(wh)]) != 0
+    err = capsys.readouterr().err
+    assert str(victim) in err and ("missing" if damage == "deleted" else "written with") in err
+    assert _sha(wh) == published  # nothing published
+    # the way out the message gives: rebuild every table from staging
+    assert main(["run", "--landing", str(landing), "--warehouse", str(wh), "--full-rebuild"]) == 0
+    with read_only(wh) as con:
+        assert con.execute("SELECT count(*), sum(cost_usd) FROM core.call_costs").fetchall()[0] == (n, usd)
+        assert parts.verify(con) == []
+
+
+def test_the_files_of_a_build_that_was_not_published_are_removed_by_the_next_run(landing: Path, tmp_path: Path):
+    land = _fresh_landing(landing, tmp_path)
+    wh = tmp_path / "wh" / "thinktax.duckdb"
+    _run(wh, land, "one")
+    _late(land, "late", 0)
+    b = Build(wh, "failed")
+    b.start(Config().settings_row())
+    with b.connect() as con:
+        Ingestor(con, land).ingest()
+        rebuild_all(con, incremental.plan(con, b.build_id), b.build_id)
+    b.abandon()  # a check failed
+    failed = list((wh.parent / "thinktax.parts").glob("*/failed"))
+    assert any((d.parent.name == "core.calls" and any(d.rglob("*.parquet"))) for d in failed)
+    with read_only(wh) as con:
+        assert con.execute("SELECT count(*) FROM ops.part_files WHERE build_id = 'failed'").fetchall() == [(0,)]
+        n = con.execute("SELECT count(*) FROM core.calls").fetchall()[0][0]
+    assert n == SPEC.calls_per_day * SPEC.days
+    _run(wh, land, "two")
+    assert not list((wh.parent / "thinktax.parts").glob("*/failed"))
+    with read_only(wh) as con:
+        assert con.execute("SELECT count(*) FROM core.calls").fetchall()[0][0] == n + 3
+
+
+def test_a_moved_warehouse_reads_its_new_place_and_a_file_copied_alone_is_refused(landing: Path, tmp_path: Path):
+    wh = tmp_path / "a" / "thinktax.duckdb"
+    _run(wh, landing, "one")
+    with read_only(wh) as con:
+        want = con.execute("SELECT count(*), sum(cost_usd) FROM marts.task_costs").fetchall()
+    moved = tmp_path / "b"
+    shutil.move(tmp_path / "a", moved)
+    _run(moved / "thinktax.duckdb", landing, "two")  # nothing new: the views are remade over the new place
+    with read_only(moved / "thinktax.duckdb") as con:
+        assert con.execute("SELECT count(*), sum(cost_usd) FROM marts.task_costs").fetchall() == want
+        assert con.execute("SELECT parts_dir FROM ops.storage").fetchall() == [(str((moved / "thinktax.parts").resolve()),)]
+    # a copy made the supported way reads its own files
+    copy = copy_warehouse(moved / "thinktax.duckdb", tmp_path / "c" / "thinktax.duckdb")
+    shutil.rmtree(moved)
+    with read_only(copy) as con:
+        assert con.execute("SELECT count(*), sum(cost_usd) FROM marts.task_costs").fetchall() == want
+    alone = tmp_path / "d" / "thinktax.duckdb"
+    alone.parent.mkdir()
+    shutil.copyfile(copy, alone)
+    shutil.rmtree(tmp_path / "c")
+    with pytest.raises(parts.PartsDamaged, match="without its parts folder"):
+        Build(alone, "three").start(Config().settings_row())
+
+
+def test_keep_builds_is_read_from_thinktax_toml_and_checked(tmp_path: Path):
+    cfg = tmp_path / "thinktax.toml"
+    cfg.write_text("[warehouse]\nkeep_builds = 3\n")
+    assert load_config(cfg).warehouse.keep_builds == 3
+    assert Config().warehouse.keep_builds == parts.DEFAULT_KEEP_BUILDS == 2
+    cfg.write_text("[warehouse]\nkeep_builds = 0\n")
+    with pytest.raises(ConfigError, match="keep_builds"):
+        load_config(cfg)

@@ -1,0 +1,297 @@
+"""The per-call tables as day-partitioned Parquet files beside the published DuckDB file (issue 26).
+
+A run never writes the published file: it copies it, builds in the copy and renames the copy over
+it (warehouse/db.py). Copying is cheap only if the file is small, so the large per-call tables --
+the SQL tables whose header says ``-- @storage: parquet`` -- do not live in it. Each is a folder of
+Parquet files, one or more per day of its day key, written once and never changed:
+
+    <warehouse folder>/<stem>.parts/<schema>.<table>/<build id>/<key>=<YYYY-MM-DD>/part_<n>.parquet
+
+and the DuckDB file holds, for each, a view over the exact files of its build
+(``read_parquet([...])``) plus the list in ``ops.part_files``. A nightly run writes only the days
+it rebuilt, as new files in its own build folder, retires the files of those days from its list
+and recreates the view; the files of every other day are shared with the builds before it.
+Publishing stays the rename of the (now small) DuckDB file, so a reader sees one whole build: the
+old file lists the old files, which are kept until no build a reader may still hold lists them
+(the last ``keep_builds`` published builds, ``[warehouse] keep_builds`` in thinktax.toml).
+
+* A view casts every column back to the type its SQL makes (DuckDB writes HUGEINT to Parquet as
+  DOUBLE, so a HUGEINT column is stored as DECIMAL(38,0)), and shows ``build_id`` as the
+  snapshot's (``ops.settings``): a table kept by a nightly run is not rewritten to restamp it.
+* Every file's size is recorded: a run starts by checking that each file of the published build is
+  there with that size (``verify``), and fails naming the files when one is not -- a view over a
+  truncated file would otherwise read fewer rows, or fail only when a reader asks.
+* Files of a build that was not published (failed, killed) are in no list: the next run removes
+  them (``collect_garbage``), as it removes the build file itself.
+* Paths in ``ops.part_files`` are relative to ``ops.storage.parts_dir``; the views hold absolute
+  paths, and are remade when the warehouse folder moved (``set_location``).
+
+A connection no build started (no ``ops.storage`` row: tests on a bare file, the benchmark's CTAS
+rows) keeps every table in the DuckDB file, as before.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+from pathlib import Path
+
+import duckdb
+
+SUFFIX = ".parts"
+# Parquet has no 128-bit integer: DuckDB writes HUGEINT as DOUBLE. Stored exactly instead:
+_STORED_AS = {"HUGEINT": "DECIMAL(38,0)", "UHUGEINT": "DECIMAL(38,0)"}
+_PART_DIR = re.compile(r"=(\d{4}-\d{2}-\d{2}|NULL)$")
+DEFAULT_KEEP_BUILDS = 2
+
+
+class PartsDamaged(RuntimeError):
+    """A Parquet file the published build lists is missing or not the size it was written with."""
+
+
+def parts_dir_for(published: Path) -> Path:
+    """``var/thinktax.duckdb`` -> ``var/thinktax.parts``."""
+    return published.with_name(published.stem + SUFFIX)
+
+
+def _has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    schema, name = table.split(".")
+    return con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                       "AND schema_name = ? AND table_name = ?", [schema, name]).fetchall()[0][0] > 0
+
+
+def location(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """Where this build writes Parquet parts; None: every table stays in the DuckDB file."""
+    if not _has(con, "ops.storage"):
+        return None
+    found = con.execute("SELECT parts_dir FROM ops.storage").fetchall()
+    return Path(found[0][0]) if found else None
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def view_sql(con: duckdb.DuckDBPyConnection, table: str, parts: Path) -> str:
+    """The SELECT of ``table``'s view: its live files, each column cast back to its SQL type."""
+    key, columns, has_build_id = con.execute(
+        "SELECT key_column, columns, has_build_id FROM ops.part_tables WHERE table_name = ?", [table]).fetchall()[0]
+    files = [r[0] for r in con.execute(
+        "SELECT path FROM ops.part_files WHERE table_name = ? AND retired_by IS NULL ORDER BY day NULLS FIRST, path",
+        [table]).fetchall()]
+    cols = []
+    for c in columns:
+        name, typ = c["name"], c["type"]
+        if name == "build_id" and has_build_id:
+            cols.append(f"CAST((SELECT build_id FROM ops.settings) AS {typ}) AS {_q(name)}")
+        else:
+            cols.append(f"CAST({_q(name)} AS {typ}) AS {_q(name)}")
+    listing = ", ".join(_lit(str(parts / f)) for f in files)
+    return f"SELECT {', '.join(cols)} FROM read_parquet([{listing}], hive_partitioning = false)"
+
+
+def _make_view(con: duckdb.DuckDBPyConnection, table: str, parts: Path) -> None:
+    schema, name = table.split(".")
+    kind = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+                       [schema, name]).fetchall()
+    if kind and kind[0][0] != "VIEW":
+        con.execute(f"DROP TABLE {table}")  # a table in the file before issue 26, or built without parts
+    con.execute(f"CREATE OR REPLACE VIEW {table} AS {view_sql(con, table, parts)}")
+
+
+def set_location(con: duckdb.DuckDBPyConnection, parts: Path) -> bool:
+    """Record where this build's parts live; remake every view when the folder moved (the views
+    hold absolute paths). Returns whether it moved."""
+    old = location(con)
+    if old is not None and old != parts:
+        listed = [r[0] for r in con.execute("SELECT path FROM ops.part_files WHERE retired_by IS NULL").fetchall()]
+        lost = [p for p in listed if not (parts / p).exists()]
+        if lost:
+            raise PartsDamaged(
+                f"the warehouse's Parquet parts are listed under {old}, and {len(lost)} of the {len(listed)} files are "
+                f"not under {parts} (first: {lost[0]}): the DuckDB file was copied or moved without its parts folder. "
+                f"Move or copy {old} to {parts} with it (warehouse.db.copy_warehouse does both)")
+    con.execute("DELETE FROM ops.storage")
+    con.execute("INSERT INTO ops.storage VALUES (?)", [str(parts)])
+    if old is None or old == parts:
+        return False
+    for (table,) in con.execute("SELECT table_name FROM ops.part_tables ORDER BY 1").fetchall():
+        _make_view(con, table, parts)
+    return True
+
+
+def stored(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether ``table`` is a view over this warehouse's Parquet files."""
+    if not _has(con, "ops.part_tables"):
+        return False
+    listed = con.execute("SELECT count(*) FROM ops.part_tables WHERE table_name = ?", [table]).fetchall()[0][0]
+    schema, name = table.split(".")
+    view = con.execute("SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() "
+                       "AND schema_name = ? AND view_name = ?", [schema, name]).fetchall()[0][0]
+    return bool(listed and view)
+
+
+def rows(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    (n,) = con.execute("SELECT coalesce(sum(row_count), 0) FROM ops.part_files WHERE table_name = ? AND retired_by IS NULL",
+                       [table]).fetchall()[0]
+    return int(n)
+
+
+def write(con: duckdb.DuckDBPyConnection, table: str, key: str, select_sql: str, *, build_id: str,
+          days: list[dt.date] | None) -> int:
+    """Write the rows of ``select_sql`` as this build's Parquet files of ``table``, partitioned by
+    ``key``, and make the view list them. ``days`` None: they replace every file of the table (a
+    full rebuild); else they replace the files of those days. Returns the table's row count."""
+    parts = location(con)
+    assert parts is not None, "write() needs a build's parts folder (ops.storage)"
+    columns = [(r[0], r[1]) for r in con.execute(f"DESCRIBE {select_sql}").fetchall()]
+    has_build_id = any(n == "build_id" for n, _ in columns)
+    out = parts / table / build_id
+    shutil.rmtree(out, ignore_errors=True)  # a retried build of the model in this build
+    out.mkdir(parents=True)
+    proj = ", ".join(f"CAST({_q(n)} AS {_STORED_AS[t]}) AS {_q(n)}" if t in _STORED_AS else _q(n)
+                     for n, t in columns if not (n == "build_id" and has_build_id))
+    con.execute(f"COPY (SELECT {proj} FROM ({select_sql})) TO {_lit(str(out))} (FORMAT parquet, "
+                f"PARTITION_BY ({_q(key)}), WRITE_PARTITION_COLUMNS true, COMPRESSION zstd, FILENAME_PATTERN 'part_{{i}}')")
+    files = sorted(out.rglob("*.parquet"))
+    counts = {}
+    if files:
+        counts = dict(con.execute("SELECT file_name, num_rows FROM parquet_file_metadata(?)",
+                                  [[str(f) for f in files]]).fetchall())
+    new = []
+    for f in files:
+        m = _PART_DIR.search(f.parent.name)
+        if m is None:
+            raise RuntimeError(f"{f}: not in a '{key}=<day>' folder (DuckDB's PARTITION_BY layout changed?)")
+        day = None if m.group(1) == "NULL" else dt.date.fromisoformat(m.group(1))
+        new.append((table, day, str(f.relative_to(parts)), int(counts[str(f)]), f.stat().st_size, build_id))
+    con.execute("BEGIN")
+    try:
+        retire = "table_name = ? AND retired_by IS NULL"
+        args: list[object] = [build_id, table]
+        if days is not None:  # those days, and the zero-row schema file once the table has rows
+            retire += " AND (list_contains(?::DATE[], day) OR (day IS NULL AND row_count = 0 AND ?))"
+            args += [list(days), bool(new)]
+        con.execute(f"UPDATE ops.part_files SET retired_by = ? WHERE {retire}", args)
+        # written and retired by this same build (a retried model): no reader ever listed them
+        con.execute("DELETE FROM ops.part_files WHERE table_name = ? AND build_id = ? AND retired_by = ?",
+                    [table, build_id, build_id])
+        if new:
+            con.executemany("INSERT INTO ops.part_files VALUES (?, ?, ?, ?, ?, ?, NULL)", new)
+        if not con.execute("SELECT count(*) FROM ops.part_files WHERE table_name = ? AND retired_by IS NULL",
+                           [table]).fetchall()[0][0]:
+            empty = out / "empty.parquet"  # the view needs one file to know its columns
+            con.execute(f"COPY (SELECT {proj} FROM ({select_sql}) LIMIT 0) TO {_lit(str(empty))} (FORMAT parquet)")
+            con.execute("INSERT INTO ops.part_files VALUES (?, NULL, ?, 0, ?, ?, NULL)",
+                        [table, str(empty.relative_to(parts)), empty.stat().st_size, build_id])
+        con.execute("INSERT OR REPLACE INTO ops.part_tables VALUES (?, ?, ?, ?)",
+                    [table, key, [{"name": n, "type": t} for n, t in columns], has_build_id])
+        _make_view(con, table, parts)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return rows(con, table)
+
+
+def forget(con: duckdb.DuckDBPyConnection, table: str, build_id: str | None) -> None:
+    """``table`` is stored in the DuckDB file from this build on: its files leave the list."""
+    if location(con) is None or not _has(con, "ops.part_tables"):
+        return
+    con.execute("UPDATE ops.part_files SET retired_by = ? WHERE table_name = ? AND retired_by IS NULL",
+                [build_id or "", table])
+    con.execute("DELETE FROM ops.part_tables WHERE table_name = ?", [table])
+
+
+def verify(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every file the build lists, missing or not the size it was written with (one line each)."""
+    parts = location(con)
+    if parts is None:
+        return []
+    problems = []
+    for path, size, table in con.execute(
+            "SELECT path, bytes, table_name FROM ops.part_files WHERE retired_by IS NULL ORDER BY path").fetchall():
+        p = parts / path
+        try:
+            got = p.stat().st_size
+        except FileNotFoundError:
+            problems.append(f"{p} ({table}): missing")
+            continue
+        if got != size:
+            problems.append(f"{p} ({table}): {got:,} bytes, written with {size:,}")
+    return problems
+
+
+def check(con: duckdb.DuckDBPyConnection) -> None:
+    """Raise ``PartsDamaged`` naming the damaged files, if any."""
+    problems = verify(con)
+    if problems:
+        shown = "\n  ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")
+        raise PartsDamaged(
+            f"{len(problems)} Parquet file(s) of the published warehouse are damaged; the run stops before "
+            f"building so that nothing reads them as fewer rows:\n  {shown}\n"
+            "Put the files back (from a backup), or rebuild every table from staging: thinktax run --full-rebuild")
+
+
+def collect_garbage(con: duckdb.DuckDBPyConnection, keep_builds: int, build_id: str) -> tuple[int, int]:
+    """Remove the files no build a reader may still hold lists: files retired before the last
+    ``keep_builds`` published builds, and the folders of builds that were never published (but
+    this one). Call it holding the run lock, before this build writes. Returns (files, bytes)."""
+    parts = location(con)
+    if parts is None:
+        return 0, 0
+    keep = [r[0] for r in con.execute(
+        "SELECT build_id FROM ops.runs WHERE published_at IS NOT NULL ORDER BY published_at DESC LIMIT ?",
+        [max(keep_builds - 1, 0)]).fetchall()]
+    doomed = con.execute("SELECT path FROM ops.part_files WHERE retired_by IS NOT NULL AND NOT list_contains(?, retired_by)",
+                         [keep]).fetchall()
+    files = size = 0
+    for (path,) in doomed:
+        p = parts / path
+        try:
+            size += p.stat().st_size
+            p.unlink()
+            files += 1
+        except FileNotFoundError:
+            pass
+    con.execute("DELETE FROM ops.part_files WHERE retired_by IS NOT NULL AND NOT list_contains(?, retired_by)", [keep])
+    listed = {tuple(r) for r in con.execute("SELECT DISTINCT table_name, build_id FROM ops.part_files").fetchall()}
+    if parts.is_dir():
+        for tdir in parts.iterdir():
+            if not tdir.is_dir():
+                continue
+            for bdir in tdir.iterdir():
+                if bdir.is_dir() and bdir.name != build_id and (tdir.name, bdir.name) not in listed:
+                    n = [p.stat().st_size for p in bdir.rglob("*") if p.is_file()]
+                    files, size = files + len(n), size + sum(n)
+                    shutil.rmtree(bdir, ignore_errors=True)
+            if not any(tdir.iterdir()):
+                tdir.rmdir()
+    return files, size
+
+
+def sync(con: duckdb.DuckDBPyConnection, build_id: str) -> int:
+    """fsync the files this build wrote and their folders (before the rename publishes them)."""
+    parts = location(con)
+    if parts is None:
+        return 0
+    paths = [parts / r[0] for r in con.execute(
+        "SELECT path FROM ops.part_files WHERE build_id = ? AND retired_by IS NULL", [build_id]).fetchall()]
+    for p in paths + sorted({p.parent for p in paths}):
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return len(paths)
+
+
+def bytes_listed(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Bytes of Parquet each build lists (live files), by table."""
+    return dict(con.execute("SELECT table_name, sum(bytes) FROM ops.part_files WHERE retired_by IS NULL GROUP BY 1").fetchall())
