@@ -273,6 +273,8 @@ def test_keep_builds_is_read_from_thinktax_toml_and_checked(tmp_path: Path):
     cfg.write_text("[warehouse]\nkeep_builds = 3\n")
     assert load_config(cfg).warehouse.keep_builds == 3
     assert Config().warehouse.keep_builds == parts.DEFAULT_KEEP_BUILDS == 2
+    example = Path(__file__).resolve().parents[2] / "thinktax.toml.example"
+    assert load_config(example).warehouse.keep_builds == 2  # the documented example parses, with the default
     cfg.write_text("[warehouse]\nkeep_builds = 0\n")
     with pytest.raises(ConfigError, match="keep_builds"):
         load_config(cfg)
