@@ -142,6 +142,12 @@ def stored(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     return bool(listed and view)
 
 
+def stored_anywhere(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether this build's list has ``table`` (its view may have been dropped since)."""
+    return _has(con, "ops.part_tables") and con.execute(
+        "SELECT count(*) FROM ops.part_tables WHERE table_name = ?", [table]).fetchall()[0][0] > 0
+
+
 def rows(con: duckdb.DuckDBPyConnection, table: str) -> int:
     (n,) = con.execute("SELECT coalesce(sum(row_count), 0) FROM ops.part_files WHERE table_name = ? AND retired_by IS NULL",
                        [table]).fetchall()[0]

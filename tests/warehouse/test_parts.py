@@ -278,3 +278,22 @@ def test_keep_builds_is_read_from_thinktax_toml_and_checked(tmp_path: Path):
     cfg.write_text("[warehouse]\nkeep_builds = 0\n")
     with pytest.raises(ConfigError, match="keep_builds"):
         load_config(cfg)
+
+
+def test_a_spark_run_takes_the_per_call_tables_it_replaces_off_the_list(landing: Path, tmp_path: Path):
+    """A Spark run's DuckDB build drops the per-call views and writes its projections as tables
+    (warehouse/spark/economics.py): their files leave the build's list, retired by that build, so
+    no later run remakes a view over them and the retention keeps them for older readers."""
+    from warehouse.spark.economics import _duck_drop  # noqa: PLC0415 - no pyspark import
+
+    wh = tmp_path / "wh" / "thinktax.duckdb"
+    _run(wh, landing, "one")
+    b = Build(wh, "spark")
+    b.start(Config().settings_row())
+    with b.connect() as con:
+        n = con.execute("SELECT count(*) FROM ops.part_files WHERE table_name = 'core.call_costs'").fetchall()[0][0]
+        _duck_drop(con, "core.call_costs")
+        assert not parts.stored_anywhere(con, "core.call_costs") and parts.stored_anywhere(con, "core.calls")
+        assert con.execute("SELECT retired_by, count(*) FROM ops.part_files WHERE table_name = 'core.call_costs' "
+                           "GROUP BY ALL").fetchall() == [("spark", n)]
+        assert parts.verify(con) == []

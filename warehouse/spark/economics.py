@@ -56,6 +56,13 @@ def _duck_drop(con, table: str) -> None:  # noqa: ANN001
     kind = _duck_kind(con, table)
     if kind is not None:
         con.execute(f"DROP {kind} {table}")
+    # a per-call table a DuckDB run stored as Parquet parts (warehouse/parts.py): its files leave this
+    # build's list (kept for the builds before it, as any retired file), so no later run remakes its view
+    from warehouse import parts  # noqa: PLC0415
+
+    if parts.stored_anywhere(con, table):
+        build = con.execute("SELECT build_id FROM ops.settings").fetchall()
+        parts.forget(con, table, build[0][0] if build else None)
 
 
 def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> list[str]:  # noqa: ANN001
