@@ -40,6 +40,8 @@ from pathlib import Path
 
 import duckdb
 
+from warehouse.incremental import has_table
+
 SUFFIX = ".parts"
 # Parquet has no 128-bit integer: DuckDB writes HUGEINT as DOUBLE. Stored exactly instead:
 _STORED_AS = {"HUGEINT": "DECIMAL(38,0)", "UHUGEINT": "DECIMAL(38,0)"}
@@ -61,15 +63,9 @@ def parts_dir_for(published: Path) -> Path:
     return published.with_name(published.stem + SUFFIX)
 
 
-def _has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    schema, name = table.split(".")
-    return con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-                       "AND schema_name = ? AND table_name = ?", [schema, name]).fetchall()[0][0] > 0
-
-
 def location(con: duckdb.DuckDBPyConnection) -> Path | None:
     """Where this build writes Parquet parts; None: every table stays in the DuckDB file."""
-    if not _has(con, "ops.storage"):
+    if not has_table(con, "ops.storage"):
         return None
     found = con.execute("SELECT parts_dir FROM ops.storage").fetchall()
     return Path(found[0][0]) if found else None
@@ -133,19 +129,13 @@ def set_location(con: duckdb.DuckDBPyConnection, parts: Path) -> bool:
 
 def stored(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     """Whether ``table`` is a view over this warehouse's Parquet files."""
-    if not _has(con, "ops.part_tables"):
+    if not has_table(con, "ops.part_tables"):
         return False
     listed = con.execute("SELECT count(*) FROM ops.part_tables WHERE table_name = ?", [table]).fetchall()[0][0]
     schema, name = table.split(".")
     view = con.execute("SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() "
                        "AND schema_name = ? AND view_name = ?", [schema, name]).fetchall()[0][0]
     return bool(listed and view)
-
-
-def stored_anywhere(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    """Whether this build's list has ``table`` (its view may have been dropped since)."""
-    return _has(con, "ops.part_tables") and con.execute(
-        "SELECT count(*) FROM ops.part_tables WHERE table_name = ?", [table]).fetchall()[0][0] > 0
 
 
 def rows(con: duckdb.DuckDBPyConnection, table: str) -> int:
@@ -214,7 +204,7 @@ def write(con: duckdb.DuckDBPyConnection, table: str, key: str, select_sql: str,
 
 def forget(con: duckdb.DuckDBPyConnection, table: str, build_id: str | None) -> None:
     """``table`` is stored in the DuckDB file from this build on: its files leave the list."""
-    if location(con) is None or not _has(con, "ops.part_tables"):
+    if location(con) is None or not has_table(con, "ops.part_tables"):
         return
     con.execute("UPDATE ops.part_files SET retired_by = ? WHERE table_name = ? AND retired_by IS NULL",
                 [build_id or "", table])
@@ -302,8 +292,3 @@ def sync(con: duckdb.DuckDBPyConnection, build_id: str) -> int:
         finally:
             os.close(fd)
     return len(paths)
-
-
-def bytes_listed(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """Bytes of Parquet each build lists (live files), by table."""
-    return dict(con.execute("SELECT table_name, sum(bytes) FROM ops.part_files WHERE retired_by IS NULL GROUP BY 1").fetchall())

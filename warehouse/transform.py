@@ -90,6 +90,14 @@ def build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None =
             con.execute(f"SET memory_limit = '{limit}'")
 
 
+def _days_sql(model: SqlTable, scope: Scope) -> tuple[list, str, str]:
+    """An incremental build of ``model``: the days it rewrites, the filter on its key column that
+    keeps exactly those rows, and its SQL rendered for them."""
+    days = scope.model_days(model.halo)
+    key = incremental.render(f"core.in_build_{model.incremental}s({model.key_column})", scope, full=False, halo=model.halo)
+    return days, key, incremental.render(model.sql, scope, full=False, halo=model.halo)
+
+
 def _build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None) -> int:
     build_id = _build_id(con)
     if model.view:
@@ -108,9 +116,7 @@ def _build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None)
                         build_id=build_id, days=None)
             incremental.record(con, model.table, model.sql, "full", 0, build_id)
         else:
-            days = scope.model_days(model.halo)
-            key = incremental.render(f"core.in_build_{model.incremental}s({model.key_column})", scope, full=False, halo=model.halo)
-            sql = incremental.render(model.sql, scope, full=False, halo=model.halo)
+            days, key, sql = _days_sql(model, scope)
             parts.write(con, model.table, model.key_column, f"SELECT * FROM ({sql}) WHERE {key}", build_id=build_id, days=days)
             incremental.record(con, model.table, model.sql, "incremental", len(days), build_id)
         return parts.rows(con, model.table)
@@ -123,9 +129,7 @@ def _build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None)
         con.execute(f"CREATE OR REPLACE TABLE {model.table} AS {incremental.render(model.sql, scope, full=True)}")
         incremental.record(con, model.table, model.sql, "full", 0, build_id)
     else:
-        days = scope.model_days(model.halo)
-        key = incremental.render(f"core.in_build_{model.incremental}s({model.key_column})", scope, full=False, halo=model.halo)
-        sql = incremental.render(model.sql, scope, full=False, halo=model.halo)
+        days, key, sql = _days_sql(model, scope)
         con.execute("BEGIN")
         try:
             con.execute(f"DELETE FROM {model.table} WHERE {key}")

@@ -60,9 +60,8 @@ def _duck_drop(con, table: str) -> None:  # noqa: ANN001
     # build's list (kept for the builds before it, as any retired file), so no later run remakes its view
     from warehouse import parts  # noqa: PLC0415
 
-    if parts.stored_anywhere(con, table):
-        build = con.execute("SELECT build_id FROM ops.settings").fetchall()
-        parts.forget(con, table, build[0][0] if build else None)
+    build = con.execute("SELECT build_id FROM ops.settings").fetchall()
+    parts.forget(con, table, build[0][0] if build else None)
 
 
 def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> list[str]:  # noqa: ANN001
