@@ -991,7 +991,7 @@ COLUMNS["marts.buying_options"] = {
 # Issue 26: the per-call tables as Parquet files beside the published file (warehouse/parts.py)
 TABLES.update({
     "ops.storage": "Where this warehouse's Parquet parts live (one row): the folder the per-call tables' views read.",
-    "ops.part_files": "One row per Parquet file of a per-call table: listed by this build's views (retired_by NULL) "
+    "ops.part_files": "One row per Parquet file of a per-call table or of stg.requests: listed by this build's views (retired_by NULL) "
                       "or retired by a recent build and kept while an older snapshot a reader may hold lists it.",
     "ops.part_tables": "One row per table stored as Parquet parts: its day key and its columns' SQL types (the view "
                        "casts the Parquet columns back to them).",
@@ -1002,8 +1002,9 @@ COLUMNS["ops.storage"] = {
 COLUMNS["ops.part_files"] = {
     "table_name": _d("The table the file holds rows of ('core.call_costs')", LABEL),
     "day": _d("The value of the table's day key in every row of the file; NULL for the zero-row file that gives an "
-              "empty table its columns", DAY),
-    "path": _d("Path of the file relative to ops.storage.parts_dir: <table>/<build id>/<key>=<day>/part_<n>.parquet",
+              "empty table its columns, and for a file of stg.requests (the calls one run ingested, of any day)", DAY),
+    "path": _d("Path of the file relative to ops.storage.parts_dir: <table>/<build id>/<key>=<day>/part_<n>.parquet "
+               "(stg.requests: <table>/<build id>/part_<n>.parquet)",
                LABEL),
     "row_count": _d("Rows in the file (its Parquet footer)", COUNT),
     "bytes": _d("Size of the file as written; each run starts by checking it, a file of another size is damaged",
@@ -1015,7 +1016,9 @@ COLUMNS["ops.part_files"] = {
 }
 COLUMNS["ops.part_tables"] = {
     "table_name": _d("The table ('core.call_costs')", LABEL),
-    "key_column": _d("The day column its files are partitioned by", LABEL),
+    "key_column": _d("The day column its files are partitioned by; NULL for a staging table (appended files)", LABEL),
     "columns": _d("Its columns in order, each with the SQL type the view casts it to (a list of name, type)", LABEL),
     "has_build_id": _d("Whether it has a build_id column, shown as ops.settings.build_id (the snapshot's)", BOOL),
+    "kind": _d("'table': a SQL table's day-partitioned files, rewritten by day; 'staging': stg.requests, one file "
+               "appended per run that ingested calls, never rewritten, read with stg.requests__pending", LABEL),
 }

@@ -67,10 +67,18 @@ def migration_files() -> list[tuple[str, str]]:
     return sorted((p.name, p.read_text(encoding="utf-8")) for p in pkg.iterdir() if p.name.endswith(".sql"))
 
 
-def migrate(con: duckdb.DuckDBPyConnection) -> None:
-    """Apply every migration; each is idempotent (CREATE ... IF NOT EXISTS / OR REPLACE)."""
+def migrate(con: duckdb.DuckDBPyConnection, parts_dir: Path | None = None) -> None:
+    """Apply every migration; each is idempotent (CREATE ... IF NOT EXISTS / OR REPLACE). A staging
+    table stored as Parquet (warehouse/parts.py) is a table again while they run, so that they can
+    ALTER it. ``parts_dir``: where this build's Parquet parts live (a build: ``Build.start``); the
+    staging tables are then stored there from this build on."""
+    unstaged = parts.unstage(con)
     for _name, sql in migration_files():
         con.execute(sql)
+    if parts_dir is not None:
+        parts.set_location(con, parts_dir)
+    if unstaged or parts_dir is not None:
+        parts.stage(con)
 
 
 def write_settings(con: duckdb.DuckDBPyConnection, settings: dict[str, object], build_id: str | None = None) -> None:
@@ -116,9 +124,9 @@ class Build:
         else:
             self.path.unlink(missing_ok=True)
         with self.connect() as con:
-            migrate(con)
+            # stg.requests: a view over its files; the ingest appends to stg.requests__pending
+            migrate(con, self.parts_dir.resolve())
             write_settings(con, settings, self.build_id)
-            parts.set_location(con, self.parts_dir.resolve())
             parts.collect_garbage(con, keep_builds, self.build_id)
             con.execute(
                 "INSERT OR REPLACE INTO ops.runs (build_id, started_at) VALUES (?, ?)",
@@ -126,8 +134,10 @@ class Build:
             )
 
     def publish(self, files_new: int, landing: str) -> Path:
-        """Checkpoint the build and atomically rename it over the published file."""
+        """Checkpoint the build and atomically rename it over the published file (the rows it
+        ingested written out as Parquet first, if the ingest step did not: ``parts.flush``)."""
         with self.connect() as con:
+            parts.flush(con, self.build_id)
             con.execute(
                 "UPDATE ops.runs SET published_at = ?, files_new = ?, landing = ? WHERE build_id = ?",
                 [utcnow(), files_new, landing, self.build_id],

@@ -52,6 +52,7 @@ import pyarrow as pa
 
 from sources.base import Parsed, ParseContext, SourceFormatError
 from sources.registry import SourceSpec, all_specs
+from warehouse import parts
 
 log = logging.getLogger("thinktax.ingest")
 
@@ -259,6 +260,7 @@ class Ingestor:
                                 otel_team_attribute=self._setting("otel_team_attribute", "service.namespace"),
                                 cloud_team_tag=self._setting("cloud_team_tag", "team"))
         self._columns: dict[str, list[tuple[str, bool]]] = {}
+        self._targets: dict[str, str] = {}
         self._seen: set[tuple[str, int, int]] | None = None  # (file, bytes, mtime_ns) ingested before
         self._queue: list[Path] = []  # the files after the one being ingested (ingest())
         # rel -> (sha256, context, parse result) of files parsed ahead with an earlier one (_parse)
@@ -354,10 +356,17 @@ class Ingestor:
             self._tx = None
             self.con.execute("ROLLBACK")
 
+    def _target(self, table: str) -> str:
+        """The table new rows of ``table`` are INSERTed into: ``stg.requests__pending`` when
+        stg.requests is stored as Parquet files (warehouse/parts.py), else ``table``."""
+        if table not in self._targets:
+            self._targets[table] = parts.writable(self.con, table)
+        return self._targets[table]
+
     def _table_columns(self, table: str) -> list[tuple[str, bool]]:
         """(column, nullable) of a staging table, in order."""
         if table not in self._columns:
-            schema, name = table.split(".")
+            schema, name = self._target(table).split(".")
             rows = self.con.execute(
                 "SELECT column_name, is_nullable = 'YES' FROM information_schema.columns "
                 "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
@@ -646,7 +655,7 @@ class Ingestor:
                 )
             names = ", ".join(f'"{c}"' for c in col_names)
             loaded = con.execute(
-                f"INSERT INTO {table} (file_id, {names}) SELECT ?, {names} FROM _incoming WHERE _verdict = 'new'",
+                f"INSERT INTO {self._target(table)} (file_id, {names}) SELECT ?, {names} FROM _incoming WHERE _verdict = 'new'",
                 [file_id],
             ).fetchall()[0][0]
             for side_table, side_rows in parsed.side.items():
@@ -784,7 +793,7 @@ class Ingestor:
                 [file_id, rel, self.now, k]).fetchall()[0]
             con.register("_member_arrow", prepared.new_rows.slice(prepared.offsets[k], new))
             try:
-                (loaded,) = con.execute(f"INSERT INTO {table} (file_id, {names}) SELECT ?, {names} FROM _member_arrow",
+                (loaded,) = con.execute(f"INSERT INTO {self._target(table)} (file_id, {names}) SELECT ?, {names} FROM _member_arrow",
                                         [file_id]).fetchall()[0]
             finally:
                 con.unregister("_member_arrow")
@@ -838,7 +847,7 @@ class Ingestor:
         self.con.register("_side_arrow", rows)
         try:
             self.con.execute(
-                f"INSERT INTO {table} (file_id, {names}) SELECT ?, {names} FROM _side_arrow "
+                f"INSERT INTO {self._target(table)} (file_id, {names}) SELECT ?, {names} FROM _side_arrow "
                 "WHERE line IN (SELECT line FROM _incoming WHERE _verdict = 'new')",
                 [file_id],
             )

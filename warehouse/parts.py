@@ -52,6 +52,10 @@ COMPRESSION = "zstd"
 # rows a partition's writer buffers before it writes them out (DuckDB's default 524,288 holds a whole day of
 # 150,000 calls in memory until the end): one row group, for a lower peak of the full rebuild
 FLUSH_ROWS = 122_880
+# staging tables stored as Parquet files too: each build appends one file of the rows it ingested
+# (written from the physical '<table>__pending' at the end of the ingest), never rewritten
+STAGED = ("stg.requests",)
+PENDING_SUFFIX = "__pending"
 
 
 class PartsDamaged(RuntimeError):
@@ -80,12 +84,20 @@ def _lit(text: str) -> str:
 
 
 def view_sql(con: duckdb.DuckDBPyConnection, table: str, parts: Path) -> str:
-    """The SELECT of ``table``'s view: its live files, each column cast back to its SQL type."""
-    key, columns, has_build_id = con.execute(
-        "SELECT key_column, columns, has_build_id FROM ops.part_tables WHERE table_name = ?", [table]).fetchall()[0]
+    """The SELECT of ``table``'s view: its live files, each column cast back to its SQL type (a
+    staging table: its pending rows, then its files, by column name)."""
+    key, columns, has_build_id, kind = con.execute(
+        "SELECT key_column, columns, has_build_id, kind FROM ops.part_tables WHERE table_name = ?", [table]).fetchall()[0]
     files = [r[0] for r in con.execute(
         "SELECT path FROM ops.part_files WHERE table_name = ? AND retired_by IS NULL ORDER BY day NULLS FIRST, path",
         [table]).fetchall()]
+    if kind == "staging":
+        # by name: a column a migration added since a file was written reads NULL in that file's rows
+        out = f"SELECT * FROM {pending(table)}"
+        if files:
+            listing = ", ".join(_lit(str(parts / f)) for f in files)
+            out += f" UNION ALL BY NAME SELECT * FROM read_parquet([{listing}], hive_partitioning = false, union_by_name = true)"
+        return out
     cols = []
     for c in columns:
         name, typ = c["name"], c["type"]
@@ -102,8 +114,21 @@ def _make_view(con: duckdb.DuckDBPyConnection, table: str, parts: Path) -> None:
     kind = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
                        [schema, name]).fetchall()
     if kind and kind[0][0] != "VIEW":
+        if table in STAGED:  # its rows are in no file yet: stage() renames it, never drops it
+            raise RuntimeError(f"{table} is a table: stage it (warehouse.parts.stage) before making its view")
         con.execute(f"DROP TABLE {table}")  # a table in the file before issue 26, or built without parts
+    # the column docs (warehouse/comments.py) outlive the remade view: a flush after they were applied keeps them
+    docs = con.execute("SELECT column_name, comment FROM duckdb_columns() WHERE database_name = current_database() "
+                       "AND schema_name = ? AND table_name = ? AND comment IS NOT NULL", [schema, name]).fetchall()
+    about = con.execute("SELECT comment FROM duckdb_views() WHERE database_name = current_database() "
+                        "AND schema_name = ? AND view_name = ? AND comment IS NOT NULL", [schema, name]).fetchall()
     con.execute(f"CREATE OR REPLACE VIEW {table} AS {view_sql(con, table, parts)}")
+    if about:
+        con.execute(f"COMMENT ON VIEW {table} IS {_lit(about[0][0])}")
+    now = {r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()}
+    for column, comment in docs:
+        if column in now:
+            con.execute(f"COMMENT ON COLUMN {table}.{_q(column)} IS {_lit(comment)}")
 
 
 def set_location(con: duckdb.DuckDBPyConnection, parts: Path) -> bool:
@@ -122,8 +147,9 @@ def set_location(con: duckdb.DuckDBPyConnection, parts: Path) -> bool:
     con.execute("INSERT INTO ops.storage VALUES (?)", [str(parts)])
     if old is None or old == parts:
         return False
-    for (table,) in con.execute("SELECT table_name FROM ops.part_tables ORDER BY 1").fetchall():
-        _make_view(con, table, parts)
+    for table, kind in con.execute("SELECT table_name, kind FROM ops.part_tables ORDER BY 1").fetchall():
+        if kind != "staging" or is_view(con, table):  # an unstaged one gets its view from stage()
+            _make_view(con, table, parts)
     return True
 
 
@@ -192,14 +218,113 @@ def write(con: duckdb.DuckDBPyConnection, table: str, key: str, select_sql: str,
             con.execute(f"COPY (SELECT {proj} FROM ({select_sql}) LIMIT 0) TO {_lit(str(empty))} (FORMAT parquet)")
             con.execute("INSERT INTO ops.part_files VALUES (?, NULL, ?, 0, ?, ?, NULL)",
                         [table, str(empty.relative_to(parts)), empty.stat().st_size, build_id])
-        con.execute("INSERT OR REPLACE INTO ops.part_tables VALUES (?, ?, ?, ?)",
-                    [table, key, [{"name": n, "type": t} for n, t in columns], has_build_id])
+        con.execute("INSERT OR REPLACE INTO ops.part_tables (table_name, key_column, columns, has_build_id, kind) "
+                    "VALUES (?, ?, ?, ?, 'table')", [table, key, [{"name": n, "type": t} for n, t in columns], has_build_id])
         _make_view(con, table, parts)
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
         raise
     return rows(con, table)
+
+
+def is_view(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    schema, name = table.split(".")
+    return bool(con.execute("SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() "
+                            "AND schema_name = ? AND view_name = ?", [schema, name]).fetchall()[0][0])
+
+
+def pending(table: str) -> str:
+    """``stg.requests`` -> ``stg.requests__pending``: the rows of a staged table not in a file yet."""
+    return table + PENDING_SUFFIX
+
+
+def writable(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """The table an ingest INSERTs ``table``'s new rows into: its pending table when it is staged
+    (a view over files cannot be inserted into), else ``table`` itself."""
+    if table in STAGED and is_view(con, table) and has_table(con, pending(table)):
+        return pending(table)
+    return table
+
+
+def stage(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Make each ``STAGED`` table of a build with a parts folder the view over its files and its
+    pending table (the table itself renamed: a warehouse from before keeps every row, and the next
+    ``flush`` writes them out). Returns the tables staged now."""
+    parts = location(con)
+    if parts is None:
+        return []
+    check(con, full_rebuild=True)  # the view reads every file's footer: a damaged one is named here
+    out = []
+    for table in STAGED:
+        if not has_table(con, table) or is_view(con, table):
+            continue
+        _schema, name = table.split(".")
+        columns = [{"name": r[0], "type": r[1]} for r in con.execute(f"DESCRIBE {table}").fetchall()]
+        con.execute("BEGIN")
+        try:
+            con.execute(f"ALTER TABLE {table} RENAME TO {_q(name + PENDING_SUFFIX)}")
+            con.execute("INSERT OR REPLACE INTO ops.part_tables (table_name, key_column, columns, has_build_id, kind) "
+                        "VALUES (?, NULL, ?, false, 'staging')", [table, columns])
+            _make_view(con, table, parts)
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        out.append(table)
+    return out
+
+
+def unstage(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Undo ``stage`` -- the view dropped, the pending table back under the table's name -- so that a
+    migration can ``ALTER TABLE`` it (the view reads the files by column name, so an added column
+    is NULL in older files). Cheap: the pending table is empty after every publish. Returns the
+    tables unstaged."""
+    out = []
+    for table in STAGED:
+        if has_table(con, pending(table)) and is_view(con, table):
+            _schema, name = table.split(".")
+            con.execute(f"DROP VIEW {table}")
+            con.execute(f"ALTER TABLE {pending(table)} RENAME TO {_q(name)}")
+            out.append(table)
+    return out
+
+
+def flush(con: duckdb.DuckDBPyConnection, build_id: str) -> int:
+    """Write each staged table's pending rows out as one more Parquet file of this build (zstd,
+    written once), list it and empty the pending table. Returns the rows written."""
+    parts = location(con)
+    if parts is None:
+        return 0
+    total = 0
+    for table in STAGED:
+        if not (is_view(con, table) and has_table(con, pending(table))):
+            continue
+        (n,) = con.execute(f"SELECT count(*) FROM {pending(table)}").fetchall()[0]
+        if not n:
+            continue
+        out = parts / table / build_id
+        out.mkdir(parents=True, exist_ok=True)
+        k = 0
+        while (out / f"part_{k}.parquet").exists():
+            k += 1
+        f = out / f"part_{k}.parquet"
+        con.execute(f"COPY {pending(table)} TO {_lit(str(f))} (FORMAT parquet, COMPRESSION {COMPRESSION})")
+        (written,) = con.execute("SELECT num_rows FROM parquet_file_metadata(?)", [str(f)]).fetchall()[0]
+        if written != n:
+            raise RuntimeError(f"{f}: {written:,} rows written of {table}'s {n:,} pending rows")
+        con.execute("BEGIN")
+        try:
+            con.execute("INSERT INTO ops.part_files VALUES (?, NULL, ?, ?, ?, ?, NULL)",
+                        [table, str(f.relative_to(parts)), n, f.stat().st_size, build_id])
+            con.execute(f"DELETE FROM {pending(table)}")
+            _make_view(con, table, parts)
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        total += n
+    return total
 
 
 def forget(con: duckdb.DuckDBPyConnection, table: str, build_id: str | None) -> None:
@@ -211,14 +336,16 @@ def forget(con: duckdb.DuckDBPyConnection, table: str, build_id: str | None) -> 
     con.execute("DELETE FROM ops.part_tables WHERE table_name = ?", [table])
 
 
-def verify(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Every file the build lists, missing or not the size it was written with (one line each)."""
+def verify(con: duckdb.DuckDBPyConnection, *, staging_only: bool = False) -> list[str]:
+    """Every file the build lists, missing or not the size it was written with (one line each);
+    ``staging_only``: the files of staging tables (what a full rebuild cannot make again)."""
     parts = location(con)
     if parts is None:
         return []
     problems = []
+    only = f" AND list_contains({list(STAGED)!r}, table_name)" if staging_only else ""
     for path, size, table in con.execute(
-            "SELECT path, bytes, table_name FROM ops.part_files WHERE retired_by IS NULL ORDER BY path").fetchall():
+            f"SELECT path, bytes, table_name FROM ops.part_files WHERE retired_by IS NULL{only} ORDER BY path").fetchall():
         p = parts / path
         try:
             got = p.stat().st_size
@@ -230,15 +357,20 @@ def verify(con: duckdb.DuckDBPyConnection) -> list[str]:
     return problems
 
 
-def check(con: duckdb.DuckDBPyConnection) -> None:
-    """Raise ``PartsDamaged`` naming the damaged files, if any."""
-    problems = verify(con)
+def check(con: duckdb.DuckDBPyConnection, *, full_rebuild: bool = False) -> None:
+    """Raise ``PartsDamaged`` naming the damaged files, if any (``full_rebuild``: of the staging
+    tables only -- the run rewrites every other table from them)."""
+    problems = verify(con, staging_only=full_rebuild)
     if problems:
         shown = "\n  ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")
+        staged = [t for t in STAGED if any(f"({t})" in p for p in problems)]
+        fix = ("Put the files back (from a backup), or rebuild every table from staging: thinktax run --full-rebuild"
+               if not staged else
+               f"{', '.join(staged)} holds the calls as ingested, which nothing else can make again: put the files back "
+               "from a backup (ops.part_files names them; the rows' file_id names the landing files in ops.ingested_files)")
         raise PartsDamaged(
             f"{len(problems)} Parquet file(s) of the published warehouse are damaged; the run stops before "
-            f"building so that nothing reads them as fewer rows:\n  {shown}\n"
-            "Put the files back (from a backup), or rebuild every table from staging: thinktax run --full-rebuild")
+            f"building so that nothing reads them as fewer rows:\n  {shown}\n{fix}")
 
 
 def collect_garbage(con: duckdb.DuckDBPyConnection, keep_builds: int, build_id: str) -> tuple[int, int]:

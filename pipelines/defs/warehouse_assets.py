@@ -195,15 +195,17 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
 def _ingest(context, config, thinktax, cfg, build_, engine: Engine) -> Iterator:  # noqa: ANN001
     progress.report("prepare", str(build_.path))
     build_.start(cfg.settings_row(), keep_builds=cfg.warehouse.keep_builds)
-    if not config.full_rebuild:
-        with build_.connect() as con:
-            parts.check(con)  # a Parquet file of the published build deleted or truncated: stop, naming it
+    with build_.connect() as con:
+        # a Parquet file of the published build deleted or truncated: stop, naming it (a full rebuild
+        # rewrites every SQL table, so it checks only the staging tables' files)
+        parts.check(con, full_rebuild=config.full_rebuild)
     yield dg.MaterializeResult(asset_key=SETTINGS, metadata={"build_file": str(build_.path), "config": cfg.source or "defaults",
                                                              "engine": engine.kind})
     with build_.connect() as con, expectations.worker_scope():
         # the build is thrown away unless the whole run succeeds: files are committed in groups
         summary = engine.ingest(con, thinktax.landing_source, progress=lambda f: progress.report("ingest", f),
                                 on_new=expectations.start_worker)
+        parts.flush(con, build_.build_id)  # the calls it ingested, as one more Parquet file of stg.requests
         # the new rows go to Great Expectations now: the worker validates them while the step plans
         validations = gx_submit(con, build_.build_id, staging_tables())
         touched = record_new_file_days(con, build_.build_id)

@@ -66,10 +66,14 @@ def test_bench_smoke_prints_table_and_contract_last_line(tmp_path: Path, capsys,
         listed = dict(con.execute("SELECT table_name, sum(row_count) FROM ops.part_files WHERE retired_by IS NULL "
                                   "GROUP BY 1").fetchall())
         assert set(listed) == {"core.calls", "core.call_costs", "core.call_kv", "core.self_hosted_allocation",
-                               "core.tasks", "marts.task_costs"}
+                               "core.tasks", "marts.task_costs", "stg.requests"}
         for table, n in listed.items():
             assert con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == n, table
-        assert listed["core.calls"] == 7500
+        assert listed["core.calls"] == listed["stg.requests"] == 7500
+        # the calls as ingested too: one file by the bench's full ingest, one by the nightly run on top of it
+        assert con.execute("SELECT count(*), count(DISTINCT build_id) FROM ops.part_files "
+                           "WHERE table_name = 'stg.requests'").fetchall() == [(2, 2)]
+        assert con.execute("SELECT count(*) FROM stg.requests__pending").fetchall() == [(0,)]
     assert (work / "wh" / "full.parts" / "core.call_costs").is_dir()
 
 

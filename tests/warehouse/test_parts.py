@@ -84,7 +84,8 @@ def test_per_call_tables_are_views_over_their_builds_files_with_the_sql_types(la
         assert STORED <= views and not STORED & tables  # not in the DuckDB file
         assert STORED == {m.table for m in load_tables() if m.storage == "parquet"}
         listed = _listed(con)
-        assert {r[0] for r in listed} == STORED
+        assert {r[0] for r in listed} == STORED | {"stg.requests"}  # and the calls as ingested (test_staged_...)
+        listed = [r for r in listed if r[0] in STORED]
         for table in STORED:
             files = [r for r in listed if r[0] == table]
             (n,) = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0]
@@ -111,7 +112,7 @@ def test_per_call_tables_are_views_over_their_builds_files_with_the_sql_types(la
         con.execute(f"ATTACH '{wh}' AS pub (READ_ONLY)")
         for (s, t) in con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'pub' "
                                   "AND schema_name IN ('stg', 'ops') AND table_name NOT IN ('storage', 'part_files', "
-                                  "'part_tables')").fetchall():
+                                  "'part_tables', 'requests__pending') UNION ALL SELECT 'stg', 'requests'").fetchall():
             con.execute(f"CREATE OR REPLACE TABLE {s}.{t} AS SELECT * FROM pub.{s}.{t}" if t == "settings"
                         else f"INSERT INTO {s}.{t} BY NAME SELECT * FROM pub.{s}.{t}")
         con.execute("DETACH pub")
@@ -137,7 +138,9 @@ def test_a_nightly_run_writes_only_the_days_it_rebuilt_and_shares_the_rest(landi
     with read_only(wh) as con:
         after = _listed(con)
         retired = con.execute("SELECT DISTINCT day FROM ops.part_files WHERE retired_by = 'two'").fetchall()
-    new = [r for r in after if r[5] == "two"]
+    new = [r for r in after if r[5] == "two" and r[0] != "stg.requests"]
+    # the late file's 3 calls: one more file of stg.requests, the files before it kept
+    assert [(r[1], r[3]) for r in after if r[5] == "two" and r[0] == "stg.requests"] == [(None, 3)]
     # the late day's files of every per-call table, written again; nothing else
     assert {r[1] for r in new} == {SPEC.day(1)}
     assert {r[0] for r in new} == {r[0] for r in before if r[1] == SPEC.day(1)} >= {"core.calls", "core.call_costs"}
@@ -298,3 +301,76 @@ def test_a_spark_run_takes_the_per_call_tables_it_replaces_off_the_list(landing:
         assert con.execute("SELECT retired_by, count(*) FROM ops.part_files WHERE table_name = 'core.call_costs' "
                            "GROUP BY ALL").fetchall() == [("spark", n)]
         assert parts.verify(con) == []
+
+
+def _staged_files(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return [r for r in _listed(con) if r[0] == "stg.requests"]
+
+
+def test_stg_requests_is_appended_as_one_file_per_build_and_a_migration_can_still_alter_it(
+        landing: Path, tmp_path: Path, monkeypatch):
+    """The calls as ingested: a view over one Parquet file per build that ingested any, plus the
+    empty ``stg.requests__pending``; the DuckDB file holds none of their rows. A migration that adds
+    a column runs on the (empty) table and the older files read NULL in it."""
+    from warehouse import db  # noqa: PLC0415
+
+    land = _fresh_landing(landing, tmp_path)
+    wh = tmp_path / "wh" / "thinktax.duckdb"
+    _run(wh, land, "one")
+    calls = SPEC.calls_per_day * SPEC.days  # what the generator wrote
+    with read_only(wh) as con:
+        assert parts.is_view(con, "stg.requests") and not parts.is_view(con, "stg.requests__pending")
+        assert con.execute("SELECT count(*) FROM stg.requests__pending").fetchall() == [(0,)]
+        files = _staged_files(con)
+        assert [(r[1], r[3], r[5]) for r in files] == [(None, calls, "one")]
+        assert con.execute("SELECT count(*), count(DISTINCT request_id) FROM stg.requests").fetchall() == [(calls, calls)]
+        assert con.execute("SELECT sum(rows_loaded) FROM ops.ingested_files WHERE target_table = 'stg.requests'"
+                           ).fetchall() == [(calls,)]
+        # the view's columns are the table's, with the migrations' types
+        assert ([r[:2] for r in con.execute("DESCRIBE stg.requests").fetchall()]
+                == [r[:2] for r in con.execute("DESCRIBE stg.requests__pending").fetchall()])
+        assert ("ts", "TIMESTAMP") in [r[:2] for r in con.execute("DESCRIBE stg.requests").fetchall()]
+        before = con.execute("SELECT sum(thinking_tokens), sum(output_tokens), min(ts), max(ts) FROM stg.requests").fetchall()
+    # the same files again: nothing new ingested, no file written
+    _run(wh, land, "two")
+    with read_only(wh) as con:
+        assert _staged_files(con) == files
+    # a migration that adds a column (as 100_request_pricing.sql did), then a late file
+    extra = ("999_test.sql", "ALTER TABLE stg.requests ADD COLUMN IF NOT EXISTS test_note VARCHAR;")
+    orig = db.migration_files
+    monkeypatch.setattr(db, "migration_files", lambda: [*orig(), extra])
+    _late(land, "late", 1)
+    _run(wh, land, "three")
+    with read_only(wh) as con:
+        now = _staged_files(con)
+        assert now[:1] == files and [(r[1], r[3], r[5]) for r in now[1:]] == [(None, 3, "three")]
+        assert con.execute("SELECT count(*), count(test_note) FROM stg.requests").fetchall() == [(calls + 3, 0)]
+        assert con.execute("SELECT sum(thinking_tokens), sum(output_tokens), min(ts), max(ts) FROM stg.requests "
+                           "WHERE request_id NOT LIKE 'late-%'").fetchall() == before
+        # the late calls: 400 reasoning tokens each of 600 completion tokens (_late)
+        assert con.execute("SELECT sum(thinking_tokens), sum(output_tokens) FROM stg.requests "
+                           "WHERE request_id LIKE 'late-%'").fetchall() == [(1200, 600)]
+        newest = wh.parent / "thinktax.parts" / now[1][2]
+        assert "test_note" in {r[0] for r in con.execute("SELECT name FROM parquet_schema(?)", [str(newest)]).fetchall()}
+        assert con.execute("SELECT count(*) FROM core.calls").fetchall() == [(calls + 3,)]
+
+
+def test_a_damaged_file_of_stg_requests_stops_even_a_full_rebuild(landing: Path, tmp_path: Path, capsys):
+    """The calls as ingested cannot be rebuilt from anything in the warehouse: a full rebuild, which
+    skips the check of the SQL tables' files (it rewrites them), still checks these."""
+    from thinktax.cli import main  # noqa: PLC0415
+
+    wh = tmp_path / "wh" / "thinktax.duckdb"
+    assert main(["run", "--landing", str(landing), "--warehouse", str(wh)]) == 0
+    with read_only(wh) as con:
+        (path,) = [r[2] for r in _staged_files(con)]
+    victim = wh.parent / "thinktax.parts" / path
+    with open(victim, "r+b") as fh:
+        fh.truncate(victim.stat().st_size - 1)
+    published = _sha(wh)
+    for extra in ([], ["--full-rebuild"]):
+        capsys.readouterr()
+        assert main(["run", "--landing", str(landing), "--warehouse", str(wh), *extra]) != 0
+        err = capsys.readouterr().err
+        assert str(victim) in err and "written with" in err and "from a backup" in err, extra
+        assert _sha(wh) == published

@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from warehouse import incremental
+from warehouse import incremental, parts
 from warehouse.incremental import Scope
 from warehouse.spark.render import SESSION_CONF, load_spark_tables, to_spark
 from warehouse.sqltable import SqlTable, load_tables
@@ -320,16 +320,20 @@ def build_all(spark, scope: Scope | None = None, target: Target = Target(), prog
 def load_staging(spark, con, folder: str, target: Target = Target(), schemas: tuple[str, ...] = ("stg", "ops")) -> list[str]:  # noqa: ANN001
     """Copy DuckDB's staging and ops tables to Parquet under ``folder`` and register them in Spark
     (the bridge while ingest runs on DuckDB); returns the tables."""
+    # a staging table stored as Parquet (warehouse/parts.py) is its view, not its pending table
     rows = con.execute(
         "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database() "
-        f"AND schema_name IN ({', '.join(repr(s) for s in schemas)}) ORDER BY 1, 2").fetchall()
+        f"AND schema_name IN ({', '.join(repr(s) for s in schemas)}) AND NOT suffix(table_name, ?) "
+        "UNION SELECT schema_name, view_name FROM duckdb_views() WHERE database_name = current_database() "
+        "AND list_contains(?, schema_name || '.' || view_name) ORDER BY 1, 2",
+        [parts.PENDING_SUFFIX, list(parts.STAGED)]).fetchall()
     os.makedirs(folder, exist_ok=True)
     out = []
     for schema, name in rows:
         path = os.path.join(folder, f"{schema}.{name}")
         shutil.rmtree(path, ignore_errors=True)
         os.makedirs(path)
-        con.execute(f"COPY {schema}.{name} TO '{os.path.join(path, 'data.parquet')}' (FORMAT parquet)")
+        con.execute(f"COPY (SELECT * FROM {schema}.{name}) TO '{os.path.join(path, 'data.parquet')}' (FORMAT parquet)")
         db = target.db(schema)
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
         _drop(spark, f"{db}.{name}")

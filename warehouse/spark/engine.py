@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from warehouse import incremental
+from warehouse import incremental, parts
 from warehouse.checks import SqlCheck
 from warehouse.ingest import IngestSummary, Ingestor
 from warehouse.rebuild import Rebuilt
@@ -329,6 +329,7 @@ def _row_counts(con, spark) -> tuple[dict[str, int], dict[str, int]]:  # noqa: A
 def _append_to_duckdb(spark, con, table: str, path: str, where: str | None, cols: list[str], remote: bool) -> None:  # noqa: ANN001, PLR0913
     """Append the rows (``where``, if given) of a Parquet folder Spark wrote to a table of the DuckDB
     build (columns ``cols``, by name)."""
+    table = parts.writable(con, table)  # stg.requests stored as Parquet: its pending table (warehouse/parts.py)
     names = ", ".join(f'"{c}"' for c in cols)
     cond = f" WHERE {where}" if where else ""
     local = path[len("file:"):] if path.startswith("file:") else path
