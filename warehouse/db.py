@@ -144,6 +144,7 @@ class Build:
             )
             parts.sync(con, self.build_id)
             con.execute("CHECKPOINT")
+        compact(self.path)
         fd = os.open(self.path, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -162,6 +163,35 @@ class Build:
         self.path.with_name(self.path.name + ".wal").unlink(missing_ok=True)
 
 
+# A build file whose free blocks (rows deleted or dropped in it: stg.requests' pending rows, a table
+# rebuilt) exceed this share of it, and COMPACT_MIN_BYTES, is rewritten before it is published:
+# DuckDB reuses free blocks but never gives them back, and every later run copies the file whole.
+COMPACT_SHARE = 0.25
+COMPACT_MIN_BYTES = 16 << 20
+
+
+def compact(path: Path) -> bool:
+    """Rewrite the DuckDB file at ``path`` without its free blocks (``COPY FROM DATABASE``: every
+    schema, table, view, macro, sequence, constraint and comment), if they are worth it. Returns
+    whether it did."""
+    with connect(path) as con:
+        row = con.execute("SELECT block_size, total_blocks, free_blocks FROM pragma_database_size() "
+                          "WHERE database_name = current_database()").fetchall()[0]
+    block, total, free = row
+    if not total or free < total * COMPACT_SHARE or free * block < COMPACT_MIN_BYTES:
+        return False
+    tmp = path.with_name(path.name + ".compact")
+    tmp.unlink(missing_ok=True)
+    with connect(tmp) as con:
+        (name,) = con.execute("SELECT current_database()").fetchall()[0]
+        con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS build_src (READ_ONLY)")
+        con.execute(f'COPY FROM DATABASE build_src TO "{name}"')
+        con.execute("DETACH build_src")
+        con.execute("CHECKPOINT")
+    os.replace(tmp, path)
+    return True
+
+
 def copy_warehouse(src: Path, dst: Path) -> Path:
     """A copy of the published warehouse ``src`` at ``dst``: the DuckDB file, and its Parquet parts
     folder (warehouse/parts.py) hard-linked where the file system allows (the files are never
@@ -174,19 +204,12 @@ def copy_warehouse(src: Path, dst: Path) -> Path:
     src_parts, dst_parts = parts.parts_dir_for(src), parts.parts_dir_for(dst)
     if src_parts.is_dir():
         shutil.rmtree(dst_parts, ignore_errors=True)
-        shutil.copytree(src_parts, dst_parts, copy_function=_link_or_copy)
+        shutil.copytree(src_parts, dst_parts, copy_function=parts.link_or_copy)
         with connect(dst) as con:
             if parts.location(con) is not None:
                 parts.set_location(con, dst_parts.resolve())
                 con.execute("CHECKPOINT")
     return dst
-
-
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
 
 
 class WarehouseBusy(RuntimeError):

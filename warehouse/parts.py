@@ -92,12 +92,13 @@ def view_sql(con: duckdb.DuckDBPyConnection, table: str, parts: Path) -> str:
         "SELECT path FROM ops.part_files WHERE table_name = ? AND retired_by IS NULL ORDER BY day NULLS FIRST, path",
         [table]).fetchall()]
     if kind == "staging":
-        # by name: a column a migration added since a file was written reads NULL in that file's rows
-        out = f"SELECT * FROM {pending(table)}"
+        # its files, and while a build ingests, its pending rows; by name: a column a migration
+        # added since a file was written reads NULL in that file's rows
+        selects = [f"SELECT * FROM {pending(table)}"] if has_table(con, pending(table)) else []
         if files:
             listing = ", ".join(_lit(str(parts / f)) for f in files)
-            out += f" UNION ALL BY NAME SELECT * FROM read_parquet([{listing}], hive_partitioning = false, union_by_name = true)"
-        return out
+            selects.append(f"SELECT * FROM read_parquet([{listing}], hive_partitioning = false, union_by_name = true)")
+        return " UNION ALL BY NAME ".join(selects)
     cols = []
     for c in columns:
         name, typ = c["name"], c["type"]
@@ -247,25 +248,42 @@ def writable(con: duckdb.DuckDBPyConnection, table: str) -> str:
     return table
 
 
+def _ddl(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    schema, name = table.split(".")
+    return con.execute("SELECT sql FROM duckdb_tables() WHERE database_name = current_database() "
+                       "AND schema_name = ? AND table_name = ?", [schema, name]).fetchall()[0][0]
+
+
+def _ensure_pending(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """The pending table of a staged ``table``, made again from its DDL (``flush`` drops it)."""
+    if not has_table(con, pending(table)):
+        (ddl,) = con.execute("SELECT ddl FROM ops.part_tables WHERE table_name = ?", [table]).fetchall()[0]
+        con.execute(ddl)
+
+
 def stage(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Make each ``STAGED`` table of a build with a parts folder the view over its files and its
-    pending table (the table itself renamed: a warehouse from before keeps every row, and the next
-    ``flush`` writes them out). Returns the tables staged now."""
+    pending table, which this build's ingest appends to: the table itself renamed (a warehouse
+    from before keeps every row, and the next ``flush`` writes them out), or made again from its
+    DDL. Returns the tables whose view was made."""
     parts = location(con)
     if parts is None:
         return []
     check(con, full_rebuild=True)  # the view reads every file's footer: a damaged one is named here
     out = []
     for table in STAGED:
-        if not has_table(con, table) or is_view(con, table):
+        if not has_table(con, table) or (is_view(con, table) and has_table(con, pending(table))):
             continue
         _schema, name = table.split(".")
-        columns = [{"name": r[0], "type": r[1]} for r in con.execute(f"DESCRIBE {table}").fetchall()]
         con.execute("BEGIN")
         try:
-            con.execute(f"ALTER TABLE {table} RENAME TO {_q(name + PENDING_SUFFIX)}")
-            con.execute("INSERT OR REPLACE INTO ops.part_tables (table_name, key_column, columns, has_build_id, kind) "
-                        "VALUES (?, NULL, ?, false, 'staging')", [table, columns])
+            if is_view(con, table):
+                _ensure_pending(con, table)
+            else:
+                con.execute(f"ALTER TABLE {table} RENAME TO {_q(name + PENDING_SUFFIX)}")
+            columns = [{"name": r[0], "type": r[1]} for r in con.execute(f"DESCRIBE {pending(table)}").fetchall()]
+            con.execute("INSERT OR REPLACE INTO ops.part_tables (table_name, key_column, columns, has_build_id, kind, ddl) "
+                        "VALUES (?, NULL, ?, false, 'staging', ?)", [table, columns, _ddl(con, pending(table))])
             _make_view(con, table, parts)
             con.execute("COMMIT")
         except Exception:
@@ -278,12 +296,14 @@ def stage(con: duckdb.DuckDBPyConnection) -> list[str]:
 def unstage(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Undo ``stage`` -- the view dropped, the pending table back under the table's name -- so that a
     migration can ``ALTER TABLE`` it (the view reads the files by column name, so an added column
-    is NULL in older files). Cheap: the pending table is empty after every publish. Returns the
-    tables unstaged."""
+    is NULL in older files). Cheap: the pending table is empty (or not there) after every publish.
+    Returns the tables unstaged."""
     out = []
     for table in STAGED:
-        if has_table(con, pending(table)) and is_view(con, table):
+        if is_view(con, table) and has_table(con, "ops.part_tables") and con.execute(
+                "SELECT count(*) FROM ops.part_tables WHERE table_name = ? AND kind = 'staging'", [table]).fetchall()[0][0]:
             _schema, name = table.split(".")
+            _ensure_pending(con, table)
             con.execute(f"DROP VIEW {table}")
             con.execute(f"ALTER TABLE {pending(table)} RENAME TO {_q(name)}")
             out.append(table)
@@ -292,7 +312,9 @@ def unstage(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def flush(con: duckdb.DuckDBPyConnection, build_id: str) -> int:
     """Write each staged table's pending rows out as one more Parquet file of this build (zstd,
-    written once), list it and empty the pending table. Returns the rows written."""
+    written once), list it and drop the pending table: the view then reads the files alone, and
+    the DuckDB file keeps none of the rows (a DELETE would leave their blocks in the file, copied
+    by every later run). Returns the rows written."""
     parts = location(con)
     if parts is None:
         return 0
@@ -317,7 +339,8 @@ def flush(con: duckdb.DuckDBPyConnection, build_id: str) -> int:
         try:
             con.execute("INSERT INTO ops.part_files VALUES (?, NULL, ?, ?, ?, ?, NULL)",
                         [table, str(f.relative_to(parts)), n, f.stat().st_size, build_id])
-            con.execute(f"DELETE FROM {pending(table)}")
+            con.execute("UPDATE ops.part_tables SET ddl = ? WHERE table_name = ?", [_ddl(con, pending(table)), table])
+            con.execute(f"DROP TABLE {pending(table)}")
             _make_view(con, table, parts)
             con.execute("COMMIT")
         except Exception:
@@ -325,6 +348,24 @@ def flush(con: duckdb.DuckDBPyConnection, build_id: str) -> int:
             raise
         total += n
     return total
+
+
+def link_or_copy(src: str | Path, dst: str | Path) -> None:
+    """A hard link to a part file (never changed once written), or a copy across file systems."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def live_files(con: duckdb.DuckDBPyConnection, table: str) -> list[Path]:
+    """The absolute paths of the files ``table``'s view lists (none: not stored as Parquet)."""
+    parts = location(con)
+    if parts is None or not has_table(con, "ops.part_files"):
+        return []
+    return [parts / r[0] for r in con.execute(
+        "SELECT path FROM ops.part_files WHERE table_name = ? AND retired_by IS NULL ORDER BY day NULLS FIRST, path",
+        [table]).fetchall()]
 
 
 def forget(con: duckdb.DuckDBPyConnection, table: str, build_id: str | None) -> None:

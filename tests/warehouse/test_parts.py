@@ -319,17 +319,23 @@ def test_stg_requests_is_appended_as_one_file_per_build_and_a_migration_can_stil
     _run(wh, land, "one")
     calls = SPEC.calls_per_day * SPEC.days  # what the generator wrote
     with read_only(wh) as con:
-        assert parts.is_view(con, "stg.requests") and not parts.is_view(con, "stg.requests__pending")
-        assert con.execute("SELECT count(*) FROM stg.requests__pending").fetchall() == [(0,)]
+        # no pending table in a published file: its rows were written out and it was dropped
+        assert parts.is_view(con, "stg.requests") and not incremental.has_table(con, "stg.requests__pending")
+        (ddl,) = con.execute("SELECT ddl FROM ops.part_tables WHERE table_name = 'stg.requests'").fetchall()[0]
         files = _staged_files(con)
         assert [(r[1], r[3], r[5]) for r in files] == [(None, calls, "one")]
         assert con.execute("SELECT count(*), count(DISTINCT request_id) FROM stg.requests").fetchall() == [(calls, calls)]
         assert con.execute("SELECT sum(rows_loaded) FROM ops.ingested_files WHERE target_table = 'stg.requests'"
                            ).fetchall() == [(calls,)]
-        # the view's columns are the table's, with the migrations' types
-        assert ([r[:2] for r in con.execute("DESCRIBE stg.requests").fetchall()]
-                == [r[:2] for r in con.execute("DESCRIBE stg.requests__pending").fetchall()])
-        assert ("ts", "TIMESTAMP") in [r[:2] for r in con.execute("DESCRIBE stg.requests").fetchall()]
+        view_columns = [r[:2] for r in con.execute("DESCRIBE stg.requests").fetchall()]
+    # the view's columns are the table's, in order, with the migrations' types and constraints
+    with duckdb.connect() as mem:
+        migrate(mem)  # a bare connection (no parts folder): stg.requests is the migrations' table
+        assert view_columns == [r[:2] for r in mem.execute("DESCRIBE stg.requests").fetchall()]
+        mem.execute(ddl)  # the DDL kept for the next build's pending table: the same table
+        assert (mem.execute("DESCRIBE stg.requests__pending").fetchall() == mem.execute("DESCRIBE stg.requests").fetchall())
+    assert ("ts", "TIMESTAMP") in view_columns and ("request_id", "VARCHAR") in view_columns
+    with read_only(wh) as con:
         before = con.execute("SELECT sum(thinking_tokens), sum(output_tokens), min(ts), max(ts) FROM stg.requests").fetchall()
     # the same files again: nothing new ingested, no file written
     _run(wh, land, "two")
@@ -374,3 +380,37 @@ def test_a_damaged_file_of_stg_requests_stops_even_a_full_rebuild(landing: Path,
         err = capsys.readouterr().err
         assert str(victim) in err and "written with" in err and "from a backup" in err, extra
         assert _sha(wh) == published
+
+
+def test_a_build_file_with_many_free_blocks_is_rewritten_without_them_keeping_everything(tmp_path: Path):
+    """DuckDB reuses a dropped table's blocks but never gives them back; a run copies the published
+    file whole, so ``compact`` (called by ``Build.publish``) rewrites a file that is mostly free."""
+    from warehouse.db import compact, connect  # noqa: PLC0415
+
+    path = tmp_path / "b.duckdb"
+    with connect(path) as con:
+        con.execute("CREATE SCHEMA ops")
+        con.execute("CREATE TABLE ops.big AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(1500000)")
+        con.execute("CHECKPOINT")
+        con.execute("CREATE TABLE ops.small (k VARCHAR PRIMARY KEY, v INTEGER NOT NULL DEFAULT 3)")
+        con.execute("INSERT INTO ops.small VALUES ('a', 1), ('b', 2)")
+        con.execute("COMMENT ON COLUMN ops.small.v IS 'the v, in tokens'")
+        con.execute("CREATE VIEW ops.w AS SELECT k, v + 1 AS v1 FROM ops.small")
+        con.execute("CREATE MACRO ops.twice(x) AS 2 * x")
+        con.execute("CHECKPOINT")
+        con.execute("DROP TABLE ops.big")
+        con.execute("CHECKPOINT")
+    before = path.stat().st_size
+    assert before > 20 << 20  # the dropped table's blocks are still in the file
+    assert compact(path)
+    assert path.stat().st_size < 4 << 20
+    with connect(path) as con:
+        assert con.execute("SELECT * FROM ops.w ORDER BY k").fetchall() == [("a", 2), ("b", 3)]
+        assert con.execute("SELECT ops.twice(21)").fetchall() == [(42,)]
+        assert con.execute("SELECT comment FROM duckdb_columns() WHERE table_name = 'small' AND column_name = 'v'"
+                           ).fetchall() == [("the v, in tokens",)]
+        with pytest.raises(duckdb.ConstraintException):
+            con.execute("INSERT INTO ops.small (k) VALUES ('a')")  # the primary key came along
+        con.execute("INSERT INTO ops.small (k) VALUES ('c')")
+        assert con.execute("SELECT v FROM ops.small WHERE k = 'c'").fetchall() == [(3,)]  # and the default
+    assert not compact(path)  # nothing left to gain

@@ -330,13 +330,26 @@ def load_staging(spark, con, folder: str, target: Target = Target(), schemas: tu
     os.makedirs(folder, exist_ok=True)
     out = []
     for schema, name in rows:
-        path = os.path.join(folder, f"{schema}.{name}")
+        table = f"{schema}.{name}"
+        path = os.path.join(folder, table)
         shutil.rmtree(path, ignore_errors=True)
         os.makedirs(path)
-        con.execute(f"COPY (SELECT * FROM {schema}.{name}) TO '{os.path.join(path, 'data.parquet')}' (FORMAT parquet)")
+        options = ""
+        shared = parts.live_files(con, table) if table in parts.STAGED else []
+        if shared:
+            # stg.requests is Parquet already (warehouse/parts.py): its files are linked, not written
+            # again; the rows a build has not written out yet (its pending table) are one more file
+            for i, f in enumerate(shared):
+                parts.link_or_copy(f, os.path.join(path, f"part_{i}.parquet"))
+            if parts.writable(con, table) != table:
+                con.execute(f"COPY {parts.pending(table)} TO '{os.path.join(path, 'pending.parquet')}' (FORMAT parquet)")
+            options = " OPTIONS (mergeSchema 'true')"  # a column a migration added is absent from older files
+        else:
+            con.execute(f"COPY (SELECT * FROM {table}) TO '{os.path.join(path, 'data.parquet')}' (FORMAT parquet)")
         db = target.db(schema)
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
         _drop(spark, f"{db}.{name}")
-        spark.sql(f"CREATE TABLE {db}.{name} USING parquet LOCATION '{path}'")
-        out.append(f"{schema}.{name}")
+        spark.sql(f"CREATE TABLE {db}.{name} USING parquet{options} LOCATION '{path}'")
+        out.append(table)
     return out
+

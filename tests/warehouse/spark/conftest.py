@@ -113,6 +113,8 @@ class Scenario:
     # core.call_costs' partitions right after the nightly build: test_run_cli rebuilds core.* in the same
     # session, so a later look at the catalog may see its tables, not the scenario's
     call_costs_partitions: int = 0
+    parts_dir: Path | None = None  # the DuckDB warehouse's Parquet parts (warehouse/parts.py)
+    stg_requests: tuple = ()  # (rows, thinking tokens) of stg.requests in the nightly's DuckDB build
 
 
 @pytest.fixture(scope="session")
@@ -187,6 +189,8 @@ def scenario(spark, tmp_path_factory) -> Scenario:
     two.start(Config().settings_row())
     with two.connect() as con:
         Ingestor(con, landing).ingest()
+        sc.stg_requests = con.execute("SELECT count(*), sum(thinking_tokens) FROM stg.requests").fetchall()[0]
+        sc.parts_dir = published.parent / "thinktax.parts"
         sc.scope = incremental.plan(con, two.build_id)
         t = time.perf_counter()
         duck_build_all(con)  # the reference: a full DuckDB build over the nightly staging

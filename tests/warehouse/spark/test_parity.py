@@ -10,8 +10,10 @@ worker (tests/warehouse/spark/test_publish.py has the local-session half of the 
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
+import duckdb
 import pytest
 
 # the scenario fixture (three Spark builds of every model, two DuckDB builds) is set up inside the first test:
@@ -163,3 +165,22 @@ def test_only_this_file_asks_for_the_scenario():
                     any(a.arg == "scenario" for a in node.args.args):
                 users.add(f.name)
     assert users == {Path(__file__).name}
+
+
+# issue 26 item 1: Spark reads the DuckDB warehouse's Parquet parts in place. With the DuckDB ingest a
+# Spark run's staging tables come from the DuckDB build, and stg.requests is Parquet already: its
+# files are hard-linked into Spark's staging folder instead of written again; only the rows the
+# build has not written out yet (its pending table) are one more file.
+def test_a_spark_run_reads_the_parquet_files_of_stg_requests_in_place(scenario):
+    staged = Path(scenario.staging) / "stg.requests"
+    linked = sorted(staged.glob("part_*.parquet"))
+    published = sorted((scenario.parts_dir / "stg.requests").rglob("*.parquet"))
+    assert len(linked) == len(published) == 1  # build one's calls, written out when it was published
+    assert {os.stat(f).st_ino for f in linked} == {os.stat(f).st_ino for f in published}  # the same files
+    # the nightly's new calls (still in its pending table when Spark got its staging): one more file
+    assert (staged / "pending.parquet").is_file()
+    with duckdb.connect() as con:
+        got = con.execute("SELECT count(*), sum(thinking_tokens) FROM read_parquet(?, union_by_name = true)",
+                          [[str(f) for f in sorted(staged.glob("*.parquet"))]]).fetchall()[0]
+        (pending,) = con.execute("SELECT count(*) FROM read_parquet(?)", [str(staged / "pending.parquet")]).fetchall()[0]
+    assert got == scenario.stg_requests and 0 < pending < got[0]
