@@ -1021,4 +1021,6 @@ COLUMNS["ops.part_tables"] = {
     "has_build_id": _d("Whether it has a build_id column, shown as ops.settings.build_id (the snapshot's)", BOOL),
     "kind": _d("'table': a SQL table's day-partitioned files, rewritten by day; 'staging': stg.requests, one file "
                "appended per run that ingested calls, never rewritten, read with stg.requests__pending", LABEL),
+    "ddl": _d("A staging table: the CREATE TABLE statement of its pending table (stg.requests__pending), made again "
+              "by each run that ingests; NULL for a SQL table", LABEL),
 }

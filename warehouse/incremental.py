@@ -52,6 +52,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -112,11 +113,24 @@ def _date_list(days: list[dt.date]) -> str:
     return ", ".join(f"DATE '{d.isoformat()}'" for d in days)
 
 
+# ``CAST(<column> AS DATE)``: a day taken from a timestamp column (stg.requests.ts)
+_DAY_OF = re.compile(r"\s*CAST\s*\(\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\s+AS\s+DATE\s*\)\s*", re.I)
+
+
 def _in(expr: str, days: list[dt.date]) -> str:
     if not days:
         return "FALSE"
-    # the range first: DuckDB can prune row groups with it (zone maps), the IN list is exact
-    return f"(({expr}) BETWEEN DATE '{days[0]}' AND DATE '{days[-1]}' AND ({expr}) IN ({_date_list(days)}))"
+    # the range first: DuckDB can prune row groups with it (zone maps, Parquet statistics), the IN
+    # list is exact. A day cast from a timestamp column gets the range on the column itself: a cast
+    # is not pushed into a Parquet scan (one day of 33M calls in stg.requests' files: 0.36 s through
+    # the cast, 0.03 s with the column's range)
+    m = _DAY_OF.fullmatch(expr)
+    if m:
+        col, end = m.group(1), days[-1] + dt.timedelta(days=1)
+        rng = f"{col} >= TIMESTAMP '{days[0]} 00:00:00' AND {col} < TIMESTAMP '{end} 00:00:00'"
+    else:
+        rng = f"({expr}) BETWEEN DATE '{days[0]}' AND DATE '{days[-1]}'"
+    return f"({rng} AND ({expr}) IN ({_date_list(days)}))"
 
 
 @lru_cache(maxsize=1024)

@@ -20,6 +20,7 @@
 -- Halo: a call's interval can reach into the day before, so its rows depend on neighbouring days:
 -- the days touched +- the halo are replaced, reading one halo more around them.
 -- @kind: incremental_by_day
+-- @storage: parquet
 -- @grain: one row per self-hosted call (kind 'call', request_id; hour = the call's hour) plus one
 --   row per priced node-hour (kind 'idle', request_id NULL) carrying that hour's busy and idle
 --   figures

@@ -66,7 +66,7 @@ def test_bench_smoke_prints_table_and_contract_last_line(tmp_path: Path, capsys,
         listed = dict(con.execute("SELECT table_name, sum(row_count) FROM ops.part_files WHERE retired_by IS NULL "
                                   "GROUP BY 1").fetchall())
         assert set(listed) == {"core.calls", "core.call_costs", "core.call_kv", "core.self_hosted_allocation",
-                               "core.tasks", "marts.task_costs", "stg.requests"}
+                               "core.self_hosted_usage_cost", "core.tasks", "marts.task_costs", "stg.requests"}
         for table, n in listed.items():
             assert con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == n, table
         assert listed["core.calls"] == listed["stg.requests"] == 7500

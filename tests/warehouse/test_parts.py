@@ -28,7 +28,8 @@ from warehouse.sqltable import load_tables
 from warehouse.transform import build
 
 SPEC = benchgen.GenSpec(calls_per_day=400, days=3, lines_per_file=400)
-STORED = {"core.calls", "core.call_costs", "core.call_kv", "core.self_hosted_allocation", "core.tasks", "marts.task_costs"}
+STORED = {"core.calls", "core.call_costs", "core.call_kv", "core.self_hosted_allocation", "core.self_hosted_usage_cost",
+          "core.tasks", "marts.task_costs"}
 
 
 def _run(published: Path, landing: Path, name: str, keep: int = 2) -> incremental.Scope:
@@ -137,16 +138,24 @@ def test_a_nightly_run_writes_only_the_days_it_rebuilt_and_shares_the_rest(landi
     assert not scope.full and scope.days == (SPEC.day(1),)
     with read_only(wh) as con:
         after = _listed(con)
-        retired = con.execute("SELECT DISTINCT day FROM ops.part_files WHERE retired_by = 'two'").fetchall()
-    new = [r for r in after if r[5] == "two" and r[0] != "stg.requests"]
+        retired = con.execute("SELECT DISTINCT table_name = 'core.self_hosted_usage_cost', day FROM ops.part_files "
+                              "WHERE retired_by = 'two'").fetchall()
+    # core.self_hosted_usage_cost is a halo table (a call's interval reaches into the day before): it
+    # rewrites the late day's neighbours too
+    halo = [r for r in after if r[5] == "two" and r[0] == "core.self_hosted_usage_cost"]
+    assert {r[1] for r in halo} <= {SPEC.day(0), SPEC.day(1), SPEC.day(2)} and SPEC.day(1) in {r[1] for r in halo}
+    new = [r for r in after if r[5] == "two" and r[0] not in ("stg.requests", "core.self_hosted_usage_cost")]
     # the late file's 3 calls: one more file of stg.requests, the files before it kept
     assert [(r[1], r[3]) for r in after if r[5] == "two" and r[0] == "stg.requests"] == [(None, 3)]
     # the late day's files of every per-call table, written again; nothing else
     assert {r[1] for r in new} == {SPEC.day(1)}
-    assert {r[0] for r in new} == {r[0] for r in before if r[1] == SPEC.day(1)} >= {"core.calls", "core.call_costs"}
-    assert retired == [(SPEC.day(1),)]
+    assert ({r[0] for r in new} == {r[0] for r in before if r[1] == SPEC.day(1)} - {"core.self_hosted_usage_cost"}
+            >= {"core.calls", "core.call_costs"})
+    assert {d for h, d in retired if not h} == {SPEC.day(1)}
+    assert {d for h, d in retired if h} == {r[1] for r in halo} & {r[1] for r in before if r[0] == "core.self_hosted_usage_cost"}
     kept = [r for r in after if r[5] == "one"]
-    assert kept == [r for r in before if not (r[1] == SPEC.day(1) and r[0] in {x[0] for x in new})]
+    assert kept == [r for r in before if not (r[1] == SPEC.day(1) and r[0] in {x[0] for x in new})
+                    and not (r[0] == "core.self_hosted_usage_cost" and r[1] in {x[1] for x in halo})]
     for r in kept:  # the very same files: not rewritten
         st = os.stat(wh.parent / "thinktax.parts" / r[2])
         assert (st.st_ino, st.st_mtime_ns) == (stats[r[2]].st_ino, stats[r[2]].st_mtime_ns)
