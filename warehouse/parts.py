@@ -159,10 +159,7 @@ def stored(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     if not has_table(con, "ops.part_tables"):
         return False
     listed = con.execute("SELECT count(*) FROM ops.part_tables WHERE table_name = ?", [table]).fetchall()[0][0]
-    schema, name = table.split(".")
-    view = con.execute("SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() "
-                       "AND schema_name = ? AND view_name = ?", [schema, name]).fetchall()[0][0]
-    return bool(listed and view)
+    return bool(listed) and is_view(con, table)
 
 
 def rows(con: duckdb.DuckDBPyConnection, table: str) -> int:
@@ -300,8 +297,7 @@ def unstage(con: duckdb.DuckDBPyConnection) -> list[str]:
     Returns the tables unstaged."""
     out = []
     for table in STAGED:
-        if is_view(con, table) and has_table(con, "ops.part_tables") and con.execute(
-                "SELECT count(*) FROM ops.part_tables WHERE table_name = ? AND kind = 'staging'", [table]).fetchall()[0][0]:
+        if stored(con, table):
             _schema, name = table.split(".")
             _ensure_pending(con, table)
             con.execute(f"DROP VIEW {table}")
