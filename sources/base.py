@@ -68,10 +68,20 @@ class ParseContext:
     cloud_team_tag: str = "team"
 
 
+@dataclass(frozen=True)
+class InTable:
+    """Good rows the loader itself put in a temp table of its own connection (``name``), by running
+    a parser's query (``sources/requests.py`` ``path_select``): no Arrow copy of a large file's rows.
+    Only the loader makes these; a parser returns a ``pyarrow.Table``."""
+    name: str
+    num_rows: int
+    column_names: list[str]
+
+
 @dataclass
 class Parsed:
     table: str  # staging table, e.g. "stg.llm_prices"
-    rows: pa.Table
+    rows: pa.Table | InTable
     rejects: list[Reject]
     format: str  # detected format, e.g. "litellm_json"
     meta: dict[str, Any] = field(default_factory=dict)

@@ -616,9 +616,33 @@ def _run(query: str, params: dict, ctx: ParseContext, lines: pa.Table | None = N
         con.execute("SET TimeZone = 'UTC'; SET preserve_insertion_order = true")
         if lines is not None:
             con.register("lines", lines)
-        return con.sql(query, params={**params, "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1)}).to_arrow_table()
+        return con.sql(query, params={**params, "latest_ts": _latest_ts(ctx)}).to_arrow_table()
     finally:
         con.close()
+
+
+def path_lines(data: bytes) -> int | None:
+    """The lines of a file the fast path by path may take (its decoded bytes ``data``), or None: an
+    empty file, or one that starts with a byte-order mark (the line numbers would differ)."""
+    if not data or data.startswith(b"\xef\xbb\xbf"):
+        return None
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
+def path_select(path: Path, ctx: ParseContext) -> tuple[str, dict]:
+    """The fast path's query for ``path`` as (SELECT, parameters), for a loader that runs it in its
+    own connection (warehouse/ingest.py, into its temp table: no Arrow copy of the rows): every
+    column of ``parse``'s rows, ``line`` 0 (the n-th row of an insertion-ordered scan is the n-th
+    line: the loader numbers them), and ``reject_reason``. The loader takes the rows only as
+    ``read_by_path`` does: as many rows as ``path_lines``, no reject, the file unchanged."""
+    cols = ", ".join(f'"{c}"' for c in _OUT_COLUMNS if c != "line")
+    return (f"SELECT 0::BIGINT AS line, {cols}, reject_reason FROM ({_PATH_QUERY})",
+            {"path": str(path), "jtype": _PATH_TYPE, "latest_ts": _latest_ts(ctx)})
+
+
+def _latest_ts(ctx: ParseContext) -> dt.datetime:
+    """The latest ``ts`` a call may have: a day after the ingest (naive UTC, as the query's)."""
+    return ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1)
 
 
 def read_by_path(path: Path, data: bytes, ctx: ParseContext, read_stat: os.stat_result | None = None) -> Parsed | None:
@@ -630,9 +654,9 @@ def read_by_path(path: Path, data: bytes, ctx: ParseContext, read_stat: os.stat_
     line, field and reason, and keeps the line's text), with blank lines or a byte-order mark (the
     line numbers would differ), or one that changed on disk since ``data`` was read (the rows would
     not be those of its sha256: ``read_stat`` is the file's stat when ``data`` was read)."""
-    if not data or data.startswith(b"\xef\xbb\xbf"):
+    lines = path_lines(data)
+    if lines is None:
         return None
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     before = read_stat or path.stat()
     try:
         out = _run(_PATH_QUERY, {"path": str(path), "jtype": _PATH_TYPE}, ctx)

@@ -69,3 +69,6 @@ def _one(data: bytes, name: str, ctx: ParseContext) -> Parsed | Exception:
 BATCH_PARSERS = {requests.parse: parse_many}
 # parse function -> its reader by path, for a large file (warehouse/ingest.py BY_PATH_BYTES)
 BY_PATH = {requests.parse: requests.read_by_path}
+# parse function -> the query of its reader by path, for a loader that runs it in its own connection
+# (warehouse/ingest.py: the rows go straight into its temp table, with no Arrow copy)
+IN_PLACE = {requests.parse: (requests.path_select, requests.path_lines)}

@@ -1019,8 +1019,9 @@ COLUMNS["ops.part_tables"] = {
     "key_column": _d("The day column its files are partitioned by; NULL for a staging table (appended files)", LABEL),
     "columns": _d("Its columns in order, each with the SQL type the view casts it to (a list of name, type)", LABEL),
     "has_build_id": _d("Whether it has a build_id column, shown as ops.settings.build_id (the snapshot's)", BOOL),
-    "kind": _d("'table': a SQL table's day-partitioned files, rewritten by day; 'staging': stg.requests, one file "
-               "appended per run that ingested calls, never rewritten, read with stg.requests__pending", LABEL),
+    "kind": _d("'table': a SQL table's day-partitioned files, rewritten by day; 'staging': stg.requests, files "
+               "appended (one per landing file of 50,000+ calls, one per run for the smaller ones), never rewritten, "
+               "read with stg.requests__pending", LABEL),
     "ddl": _d("A staging table: the CREATE TABLE statement of its pending table (stg.requests__pending), made again "
               "by each run that ingests; NULL for a SQL table", LABEL),
 }

@@ -25,6 +25,13 @@ pipeline's ingest, into a build file that is thrown away unless the whole run su
 a group of files at a time (``commit_every``): every COMMIT is a WAL fsync, ~8 ms, which was a
 third of the demo's ingest; a group is as atomic as a file, so still no half-registered file.
 
+A large request file (``BY_PATH_BYTES``) is read by path with DuckDB's ``read_json``: the parser's
+query (``sources/requests.py`` ``path_select``) runs in this connection straight into the temp
+table the checks and the de-duplication work on (``Ingestor._read_in_place``), and when
+``stg.requests`` is stored as Parquet files its new rows are written as a file of their own
+(``PART_ROWS``, ``warehouse.parts.append``): the rows are materialised once in DuckDB and written
+to disk once, with no Arrow copy and no pending table in between.
+
 Many small files of one format (the demo's 221 request files of ~1,000 calls) are parsed several
 per query (``sources/requests_many.py``) and their rows de-duplicated and checked in one go
 (:meth:`Ingestor._prepare`): one set of statements for up to :data:`BATCH_FILES` files instead of
@@ -50,7 +57,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from sources.base import Parsed, ParseContext, SourceFormatError
+from sources.base import InTable, Parsed, ParseContext, SourceFormatError
 from sources.registry import SourceSpec, all_specs
 from warehouse import parts
 
@@ -72,6 +79,11 @@ BATCH_LOOKAHEAD = 1000
 # (sources/requests.py read_by_path), not split into lines and batched: one typed read of the file.
 # Below it, the query's fixed cost (~0.15-0.2 CPU s to bind and plan) is better shared in a batch.
 BY_PATH_BYTES = 32 << 20
+# A file with at least this many rows loads its new rows of a staging table stored as Parquet files
+# (stg.requests) as one more file of its own (warehouse/parts.py ``append``), not through the
+# pending table: written once instead of twice. Fewer rows gather in the pending table, written out
+# as one file at the end (``parts.flush``), so that small files do not make thousands of tiny ones.
+PART_ROWS = 50_000
 
 REJECTS_SCHEMA = pa.schema(
     [("line", pa.int64()), ("field", pa.string()), ("reason", pa.string()), ("raw", pa.string())]
@@ -147,6 +159,17 @@ def _by_path() -> dict:
     from sources.requests_many import BY_PATH  # noqa: PLC0415 - with the parsers, when one is needed
 
     return BY_PATH
+
+
+def _in_place() -> dict:
+    from sources.requests_many import IN_PLACE  # noqa: PLC0415 - with the parsers, when one is needed
+
+    return IN_PLACE
+
+
+def _reads_by_path(spec: SourceSpec) -> bool:
+    """A large file of this format is read by path (``Ingestor._parse``), never in a batch."""
+    return spec.parse in _by_path() or spec.parse in _in_place()
 
 
 def _head(path: Path, n: int = 1 << 16) -> bytes:
@@ -269,6 +292,7 @@ class Ingestor:
         self._shas: dict[str, tuple[int, str, int | None]] | None = None
         self._loads: dict[str, int] = {}  # staging table -> files committed into it by this Ingestor
         self._prepared: _Prepared | None = None  # files parsed ahead whose rows are classified (_prepare)
+        self._written: list[Path] = []  # Parquet files of stg.requests written in the open transaction (parts.append)
 
     @property
     def specs(self) -> list[SourceSpec]:
@@ -348,13 +372,18 @@ class Ingestor:
         if self._tx is not None:
             self._tx = None
             self.con.execute("COMMIT")
+        self._written.clear()
 
     def _abort(self) -> None:
-        """Roll back the open transaction (a file's, or a whole group's)."""
+        """Roll back the open transaction (a file's, or a whole group's) and remove the Parquet
+        files it wrote (parts.append): their listing is rolled back, nothing would read them."""
         self._last_file_id = None
         if self._tx is not None:
             self._tx = None
             self.con.execute("ROLLBACK")
+        for f in self._written:
+            f.unlink(missing_ok=True)
+        self._written.clear()
 
     def _target(self, table: str) -> str:
         """The table new rows of ``table`` are INSERTed into: ``stg.requests__pending`` when
@@ -518,8 +547,13 @@ class Ingestor:
             from sources.requests_many import BATCH_PARSERS  # noqa: PLC0415 - with the parsers, when one is needed
 
             by_path = _by_path().get(spec.parse)
-            if by_path is not None and path is not None and read_stat is not None and len(data) >= BY_PATH_BYTES:
-                parsed = by_path(path, data, self.ctx, read_stat)
+            in_place = _in_place().get(spec.parse)
+            if ((by_path is not None or in_place is not None) and path is not None and read_stat is not None
+                    and len(data) >= BY_PATH_BYTES):
+                if in_place is not None:
+                    parsed = self._read_in_place(spec, in_place, path, data, read_stat)
+                else:
+                    parsed = by_path(path, data, self.ctx, read_stat)
                 if parsed is not None:
                     return parsed
                 log.info("%s: read line by line (the fast path by path did not take it)", rel)
@@ -542,6 +576,35 @@ class Ingestor:
             raise result
         return result
 
+    def _read_in_place(self, spec: SourceSpec, in_place: tuple[Callable, Callable], path: Path, data: bytes,
+                       read_stat: os.stat_result) -> Parsed | None:
+        """A large file read by path as ``read_by_path`` reads it, its query run in this connection
+        straight into the temp table ``_incoming`` (no Arrow copy of the rows: ~25 % of the
+        ingest at 1.2M calls, docs/performance.md). None, and no table, where ``read_by_path``
+        gives None: the caller then runs the line path."""
+        select, count_lines = in_place
+        lines = count_lines(data)
+        con = self.con
+        # the n-th row is the n-th line only in an insertion-ordered scan (DuckDB's default)
+        if lines is None or con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0] is not True:
+            return None
+        sql, params = select(path, self.ctx)
+        self._commit()  # a reader's error below would abort an open group's transaction: close it first
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _incoming AS SELECT *, 0::BIGINT AS _ord FROM ({sql})", params)
+            n, rejected = con.execute("SELECT count(*), count(reject_reason) FROM _incoming").fetchall()[0]
+        except duckdb.Error as exc:
+            log.debug("%s: the fast path by path declined: %s", path, exc)
+            con.execute("DROP TABLE IF EXISTS _incoming")
+            return None
+        after = path.stat()
+        if n != lines or rejected or (read_stat.st_size, read_stat.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
+            con.execute("DROP TABLE _incoming")
+            return None
+        con.execute("UPDATE _incoming SET line = rowid + 1, _ord = rowid + 1")
+        names = [r[0] for r in con.execute("DESCRIBE _incoming").fetchall() if r[0] not in ("_ord", "reject_reason")]
+        return Parsed(spec.table, InTable("_incoming", n, names), [], spec.format)
+
     def _next_of_format(self, spec: SourceSpec, folders: Collection[str]) -> list[tuple[bytes, str, str]]:
         """(data, rel, sha256) of the next new files in the queue that ``spec`` reads, up to
         BATCH_FILES files / BATCH_BYTES bytes; files it cannot read are left for the loop."""
@@ -555,7 +618,7 @@ class Ingestor:
                 st = path.stat()
                 if self._unchanged(rel, st) or folder_of(rel, folders) != spec.folder:
                     continue
-                if st.st_size >= BY_PATH_BYTES and spec.parse in _by_path():  # read by path when the loop reaches it
+                if st.st_size >= BY_PATH_BYTES and _reads_by_path(spec):  # read by path when the loop reaches it
                     continue
                 raw = path.read_bytes()
                 sha = hashlib.sha256(raw).hexdigest()
@@ -564,7 +627,7 @@ class Ingestor:
                 data = _decode(raw, rel)
                 if _detect([s for s in self.specs if s.folder == spec.folder], data, rel) is not spec:
                     continue
-                if len(data) >= BY_PATH_BYTES and spec.parse in _by_path():  # a gzip file that is large once decoded
+                if len(data) >= BY_PATH_BYTES and _reads_by_path(spec):  # a gzip file that is large once decoded
                     continue
             except (OSError, SourceFormatError):
                 continue
@@ -614,19 +677,23 @@ class Ingestor:
             schema=REJECTS_SCHEMA,
         )
         con = self.con
+        in_table = isinstance(incoming, InTable)  # already in _incoming (_read_in_place)
         self._begin()
         try:
             file_id = self._next_file_id()
             if parsed.meta.get("export_key"):
                 self._replace_reissued(table, parsed.meta["export_key"], file_id)
-            con.register("_incoming_arrow", incoming)
             con.register("_rejects_arrow", rejects)
             select_cols = ", ".join(
                 f'"{c}"' if c in incoming.column_names else f'NULL AS "{c}"' for c in col_names
             )
-            con.execute(
-                f"CREATE OR REPLACE TEMP TABLE _incoming AS SELECT {select_cols}, row_number() OVER () AS _ord FROM _incoming_arrow"
-            )
+            if not in_table:
+                con.register("_incoming_arrow", incoming)
+                con.execute(
+                    f"CREATE OR REPLACE TEMP TABLE _incoming AS SELECT {select_cols}, row_number() OVER () AS _ord FROM _incoming_arrow"
+                )
+            elif set(col_names) - set(incoming.column_names):  # a staging column the query has not: NULL
+                con.execute(f"CREATE OR REPLACE TEMP TABLE _incoming AS SELECT {select_cols}, _ord FROM _incoming")
             con.execute(
                 "INSERT INTO ops.quarantine SELECT ?, ?, line, field, reason, raw, ? FROM _rejects_arrow",
                 [file_id, rel, self.now],
@@ -654,10 +721,15 @@ class Ingestor:
                     [file_id, rel, key_list, self.now],
                 )
             names = ", ".join(f'"{c}"' for c in col_names)
-            loaded = con.execute(
-                f"INSERT INTO {self._target(table)} (file_id, {names}) SELECT ?, {names} FROM _incoming WHERE _verdict = 'new'",
-                [file_id],
-            ).fetchall()[0][0]
+            new_rows = f"SELECT ? AS file_id, {names} FROM _incoming WHERE _verdict = 'new'"
+            if self._target(table) != table and incoming.num_rows >= PART_ROWS:
+                # a large file's rows go to their own Parquet file, not through the pending table
+                loaded, written = parts.append(con, table, new_rows, [file_id])
+                if written is not None:
+                    self._written.append(written)
+            else:
+                loaded = con.execute(f"INSERT INTO {self._target(table)} (file_id, {names}) {new_rows}",
+                                     [file_id]).fetchall()[0][0]
             for side_table, side_rows in parsed.side.items():
                 self._load_side(side_table, side_rows, file_id)
             quarantined = con.execute("SELECT count(*) FROM ops.quarantine WHERE file_id = ?", [file_id]).fetchall()[0][0]
@@ -668,7 +740,8 @@ class Ingestor:
             self._abort()
             raise
         finally:
-            con.unregister("_incoming_arrow")
+            if not in_table:
+                con.unregister("_incoming_arrow")
             con.unregister("_rejects_arrow")
         self._committed(sha, file_id, rel, mtime_ns, table)
         for w in parsed.meta.get("warnings", []):

@@ -306,6 +306,44 @@ def unstage(con: duckdb.DuckDBPyConnection) -> list[str]:
     return out
 
 
+def _next_part(folder: Path) -> Path:
+    """The first ``part_<n>.parquet`` not in ``folder`` yet (made if needed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    k = 0
+    while (folder / f"part_{k}.parquet").exists():
+        k += 1
+    return folder / f"part_{k}.parquet"
+
+
+def append(con: duckdb.DuckDBPyConnection, table: str, rows_sql: str, params: list | None = None) -> tuple[int, Path | None]:
+    """Write the rows of ``rows_sql`` (every column of ``table`` but ``file_id`` and the placeholder
+    ``?`` for it, by name) as one more Parquet file of the staged ``table`` in this build, as
+    ``flush`` writes its pending rows, list it and remake the view: the rows of a large landing file
+    go to disk once, not into the pending table and out again. Runs inside the caller's
+    transaction (the ingest's): a rollback takes the listing back, and the file, listed nowhere,
+    is never read (the caller removes it; ``collect_garbage`` would). Returns (rows, the file;
+    None when no row was new)."""
+    parts = location(con)
+    if parts is None or not (is_view(con, table) and has_table(con, pending(table))):
+        raise RuntimeError(f"{table} is not staged as Parquet files (warehouse.parts.stage)")
+    (build_id,) = con.execute("SELECT build_id FROM ops.settings").fetchall()[0]
+    schema, name = pending(table).split(".")
+    types = con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = current_database() "
+                        "AND schema_name = ? AND table_name = ? ORDER BY column_index", [schema, name]).fetchall()
+    # the pending table's columns, order and types: the file reads as flush's would
+    cols = ", ".join(f"CAST({_q(c)} AS {t}) AS {_q(c)}" for c, t in types)
+    f = _next_part(parts / table / build_id)
+    (n,) = con.execute(f"COPY (SELECT {cols} FROM ({rows_sql})) TO {_lit(str(f))} (FORMAT parquet, COMPRESSION {COMPRESSION})",
+                       params or []).fetchall()[0]
+    if not n:
+        f.unlink(missing_ok=True)
+        return 0, None
+    con.execute("INSERT INTO ops.part_files VALUES (?, NULL, ?, ?, ?, ?, NULL)",
+                [table, str(f.relative_to(parts)), n, f.stat().st_size, build_id])
+    _make_view(con, table, parts)
+    return n, f
+
+
 def flush(con: duckdb.DuckDBPyConnection, build_id: str) -> int:
     """Write each staged table's pending rows out as one more Parquet file of this build (zstd,
     written once), list it and drop the pending table: the view then reads the files alone, and
@@ -321,12 +359,7 @@ def flush(con: duckdb.DuckDBPyConnection, build_id: str) -> int:
         (n,) = con.execute(f"SELECT count(*) FROM {pending(table)}").fetchall()[0]
         if not n:
             continue
-        out = parts / table / build_id
-        out.mkdir(parents=True, exist_ok=True)
-        k = 0
-        while (out / f"part_{k}.parquet").exists():
-            k += 1
-        f = out / f"part_{k}.parquet"
+        f = _next_part(parts / table / build_id)
         con.execute(f"COPY {pending(table)} TO {_lit(str(f))} (FORMAT parquet, COMPRESSION {COMPRESSION})")
         (written,) = con.execute("SELECT num_rows FROM parquet_file_metadata(?)", [str(f)]).fetchall()[0]
         if written != n:

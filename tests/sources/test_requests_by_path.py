@@ -191,22 +191,36 @@ def _ingest(landing: Path, db: Path, by_path_bytes: int, monkeypatch: pytest.Mon
     return out
 
 
-@pytest.mark.slow  # two ingests per corpus case, ~40 s in all: `make test`, not `make check`
+@pytest.mark.slow  # three ingests per corpus case, ~60 s in all: `make test`, not `make check`
 @pytest.mark.parametrize("case", sorted({p.relative_to(CORPUS).parts[0] for p in CORPUS_FILES}))
 def test_ingest_by_path_equals_the_batched_line_path(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Both routes of the fast path: the query run in the warehouse connection straight into the
+    ingest's temp table (``Ingestor._read_in_place``, the default), and ``read_by_path``'s Arrow
+    table from a private connection (a format without an in-place query)."""
     landing = CORPUS / case
     batched = _ingest(landing, tmp_path / "batched.duckdb", 1 << 62, monkeypatch)
-    calls = []
-    real = requests.read_by_path
+    calls: dict[str, list[bool]] = {"in_place": [], "arrow": []}
+    real_in_place, real = Ingestor._read_in_place, requests.read_by_path
+
+    def counted_in_place(self, *a, **k):
+        out = real_in_place(self, *a, **k)
+        calls["in_place"].append(out is not None)
+        return out
 
     def counted(*a, **k):
         out = real(*a, **k)
-        calls.append(out is not None)
+        calls["arrow"].append(out is not None)
         return out
 
+    monkeypatch.setattr(Ingestor, "_read_in_place", counted_in_place)
     monkeypatch.setattr("sources.requests_many.BY_PATH", {requests.parse: counted})
-    by_path = _ingest(landing, tmp_path / "by_path.duckdb", 0, monkeypatch)
-    assert by_path == batched
+    in_place = _ingest(landing, tmp_path / "in_place.duckdb", 0, monkeypatch)
+    assert in_place == batched
+    monkeypatch.setattr("sources.requests_many.IN_PLACE", {})
+    arrow = _ingest(landing, tmp_path / "arrow.duckdb", 0, monkeypatch)
+    assert arrow == batched
     # files that never reach the request parser: an empty file and a Latin-1 one are refused first,
     # batch result files have their own parser (sources/requests_batch.py)
-    assert bool(calls) == (case not in NO_ROUTE), calls
+    assert bool(calls["in_place"]) == (case not in NO_ROUTE), calls
+    # each route takes exactly the files the other takes
+    assert calls["in_place"] == calls["arrow"], calls

@@ -423,3 +423,75 @@ def test_a_build_file_with_many_free_blocks_is_rewritten_without_them_keeping_ev
         con.execute("INSERT INTO ops.small (k) VALUES ('c')")
         assert con.execute("SELECT v FROM ops.small WHERE k = 'c'").fetchall() == [(3,)]  # and the default
     assert not compact(path)  # nothing left to gain
+
+
+def test_a_large_request_file_is_written_once_as_its_own_file_and_a_failed_group_leaves_none(
+        landing: Path, tmp_path: Path, monkeypatch):
+    """A request file of at least ``PART_ROWS`` rows goes straight to a Parquet file of its own
+    (``parts.append``), read by path in the warehouse connection (``_read_in_place``); smaller ones
+    gather in the pending table, one file at the end. The calls are the same either way, and a
+    group of files that fails removes the files it wrote and lists none."""
+    from warehouse import ingest as ingest_mod  # noqa: PLC0415
+
+    land = _fresh_landing(landing, tmp_path)
+    _late(land, "small", 1)  # 3 calls: under the threshold
+    calls = SPEC.calls_per_day * SPEC.days + 3
+    monkeypatch.setattr(ingest_mod, "BY_PATH_BYTES", 1 << 10)  # the generated files (~160 KB) by path
+    monkeypatch.setattr(ingest_mod, "PART_ROWS", 100)
+    in_place: list[bool] = []
+    real = Ingestor._read_in_place
+    monkeypatch.setattr(Ingestor, "_read_in_place", lambda self, *a: in_place.append(real(self, *a) is not None) or real(self, *a))
+
+    # the third request file fails after writing its file: the two before it are committed (a file
+    # read by path closes the open group first), the third's file is removed and listed nowhere
+    wh = tmp_path / "failed" / "thinktax.duckdb"
+    b = Build(wh, "failed")
+    b.start(Config().settings_row())
+    real_record, seen = Ingestor._record_loaded, []
+
+    def failing(self, file_id, rel, *a, **k):
+        if rel.startswith("telemetry/requests/") and len(seen) == 2:
+            raise RuntimeError("disk full (test)")
+        seen.append(rel) if rel.startswith("telemetry/requests/") else None
+        return real_record(self, file_id, rel, *a, **k)
+
+    monkeypatch.setattr(Ingestor, "_record_loaded", failing)
+    with b.connect() as con, pytest.raises(RuntimeError, match="disk full"):
+        Ingestor(con, land, commit_every=1000).ingest()
+    with b.connect() as con:
+        listed = {r[0] for r in con.execute("SELECT path FROM ops.part_files WHERE table_name = 'stg.requests'").fetchall()}
+        assert con.execute("SELECT list(file ORDER BY file) FROM ops.ingested_files WHERE target_table = 'stg.requests'"
+                           ).fetchall() == [(sorted(seen),)]
+        assert con.execute("SELECT count(*) FROM stg.requests").fetchall() == [(2 * SPEC.lines_per_file,)]
+    on_disk = {p.relative_to(wh.parent / "thinktax.parts").as_posix()
+               for p in (wh.parent / "thinktax.parts" / "stg.requests").rglob("*.parquet")}
+    assert len(seen) == 2 and len(listed) == 2 and on_disk == listed
+    monkeypatch.setattr(Ingestor, "_record_loaded", real_record)
+
+    in_place.clear()
+    direct = tmp_path / "direct" / "thinktax.duckdb"
+    _run(direct, land, "one")
+    assert in_place and all(in_place[:-1])  # every generated file taken by the fast path
+    monkeypatch.setattr(ingest_mod, "PART_ROWS", 1 << 62)
+    pending = tmp_path / "pending" / "thinktax.duckdb"
+    _run(pending, land, "one")
+    request_files = len([p for p in (land / "telemetry" / "requests").rglob("*.jsonl")])
+    rows = "SELECT * EXCLUDE (file_id), (SELECT file FROM ops.ingested_files f WHERE f.file_id = r.file_id) FROM stg.requests r ORDER BY ALL"
+    with read_only(direct) as a, read_only(pending) as b:
+        assert a.execute(rows).fetchall() == b.execute(rows).fetchall()
+        assert a.execute("SELECT count(*) FROM stg.requests").fetchall() == [(calls,)]
+        # one file per generated request file (400 calls each), one more for the 3 small calls
+        assert sorted(r[3] for r in _staged_files(a)) == [3] + [SPEC.lines_per_file] * (request_files - 1)
+        assert [r[3] for r in _staged_files(b)] == [calls]
+        for con in (a, b):
+            assert con.execute("SELECT sum(rows_in), sum(rows_loaded + rows_duplicate + rows_quarantined) FROM ops.ingested_files "
+                               "WHERE target_table = 'stg.requests'").fetchall() == [(calls, calls)]
+            assert con.execute("SELECT count(*) FROM core.calls").fetchall() == [(calls,)]
+        assert parts.verify(a) == []
+    # the same landing again: nothing new, no file written
+    monkeypatch.setattr(ingest_mod, "PART_ROWS", 100)
+    with read_only(direct) as con:
+        before = _staged_files(con)
+    _run(direct, land, "two")
+    with read_only(direct) as con:
+        assert _staged_files(con) == before
