@@ -78,10 +78,14 @@ commitments AS (
     FROM offer
 ),
 calls AS (
-    SELECT CAST(date_trunc('month', day) AS DATE) AS month, core.provider_key(provider) AS provider,
-           core.cloud_model_key(model) AS model, on_demand_cost_usd
+    -- only the months some commitment row is for (a night reads none of the older history's calls;
+    -- none at all without commitments), summed per raw provider and model before the keys are made
+    SELECT provider, model, CAST(date_trunc('month', day) AS DATE) AS month, sum(on_demand_cost_usd) AS on_demand_cost_usd
     FROM core.call_costs
     WHERE serving = 'api'
+      AND day >= (SELECT min(month) FROM commitments)
+      AND day < (SELECT max(month) FROM commitments) + INTERVAL 1 MONTH
+    GROUP BY ALL
 ),
 used AS (
     SELECT provider, model, month, sum(on_demand_usd) AS used_on_demand_usd
@@ -91,7 +95,8 @@ used AS (
     GROUP BY ALL
 ),
 model_calls AS (
-    SELECT provider, model, month, sum(on_demand_cost_usd) AS model_on_demand_usd
+    SELECT core.provider_key(provider) AS provider, core.cloud_model_key(model) AS model, month,
+           sum(on_demand_cost_usd) AS model_on_demand_usd
     FROM calls
     GROUP BY ALL
 ),
