@@ -22,6 +22,7 @@ from services.config import Config, ConfigError, load_config
 from synthetic import benchgen
 from warehouse import incremental, parts
 from warehouse.db import Build, copy_warehouse, migrate, read_only
+from sources.base import InTable
 from warehouse.ingest import Ingestor
 from warehouse.rebuild import rebuild_all
 from warehouse.sqltable import load_tables
@@ -428,7 +429,7 @@ def test_a_build_file_with_many_free_blocks_is_rewritten_without_them_keeping_ev
 def test_a_large_request_file_is_written_once_as_its_own_file_and_a_failed_group_leaves_none(
         landing: Path, tmp_path: Path, monkeypatch):
     """A request file of at least ``PART_ROWS`` rows goes straight to a Parquet file of its own
-    (``parts.append``), read by path in the warehouse connection (``_read_in_place``); smaller ones
+    (``parts.append``), read by path in the warehouse connection (``_ingest_in_place``); smaller ones
     gather in the pending table, one file at the end. The calls are the same either way, and a
     group of files that fails removes the files it wrote and lists none."""
     from warehouse import ingest as ingest_mod  # noqa: PLC0415
@@ -438,9 +439,15 @@ def test_a_large_request_file_is_written_once_as_its_own_file_and_a_failed_group
     calls = SPEC.calls_per_day * SPEC.days + 3
     monkeypatch.setattr(ingest_mod, "BY_PATH_BYTES", 1 << 10)  # the generated files (~160 KB) by path
     monkeypatch.setattr(ingest_mod, "PART_ROWS", 100)
-    in_place: list[bool] = []
-    real = Ingestor._read_in_place
-    monkeypatch.setattr(Ingestor, "_read_in_place", lambda self, *a: in_place.append(real(self, *a) is not None) or real(self, *a))
+    in_place: list[bool] = []  # per request file loaded: were its rows taken in place
+    real_load = Ingestor._load
+
+    def load(self, rel, *a):
+        if rel.startswith("telemetry/requests/"):
+            in_place.append(isinstance(a[-1].rows, InTable))
+        return real_load(self, rel, *a)
+
+    monkeypatch.setattr(Ingestor, "_load", load)
 
     # the third request file fails after writing its file: the two before it are committed (a file
     # read by path closes the open group first), the third's file is removed and listed nowhere
@@ -471,7 +478,7 @@ def test_a_large_request_file_is_written_once_as_its_own_file_and_a_failed_group
     in_place.clear()
     direct = tmp_path / "direct" / "thinktax.duckdb"
     _run(direct, land, "one")
-    assert in_place and all(in_place[:-1])  # every generated file taken by the fast path
+    assert in_place[-1] is False and all(in_place[:-1]) and len(in_place) > 1  # every generated file, not the small one
     monkeypatch.setattr(ingest_mod, "PART_ROWS", 1 << 62)
     pending = tmp_path / "pending" / "thinktax.duckdb"
     _run(pending, land, "one")
