@@ -496,11 +496,11 @@ class Ingestor:
         told from its first 64 KiB (checked again on the whole file before its rows are taken)."""
         if folder is None or before.st_size < BY_PATH_BYTES or rel.endswith(".gz") or rel in self._ahead:
             return None
-        head = _head(path)
-        if head[:2] == b"\x1f\x8b":
-            return None
+        with path.open("rb") as fh:
+            if fh.read(2) == b"\x1f\x8b":  # gzip under another name: _parse reads it in place once decoded
+                return None
         try:
-            spec = _detect([s for s in self.specs if s.folder == folder], head, rel)
+            spec = _detect([s for s in self.specs if s.folder == folder], _head(path), rel)
         except SourceFormatError:
             return None
         return spec if spec.parse in _in_place() else None
