@@ -293,6 +293,8 @@ class Ingestor:
         self._loads: dict[str, int] = {}  # staging table -> files committed into it by this Ingestor
         self._prepared: _Prepared | None = None  # files parsed ahead whose rows are classified (_prepare)
         self._written: list[Path] = []  # Parquet files of stg.requests written in the open transaction (parts.append)
+        self._hashes: dict[str, tuple[str, str]] = {}  # table -> (temp table of hash(key) of its stored rows, key list)
+        self._probes: dict[str, int] = {}  # table -> de-duplications of this run (_key_hashes)
 
     @property
     def specs(self) -> list[SourceSpec]:
@@ -384,6 +386,10 @@ class Ingestor:
         for f in self._written:
             f.unlink(missing_ok=True)
         self._written.clear()
+        try:  # they may hold keys of rows rolled back, or have been rolled back themselves
+            self._drop_hashes()
+        except duckdb.Error:  # never hide the error being handled
+            self._hashes.clear()
 
     def _target(self, table: str) -> str:
         """The table new rows of ``table`` are INSERTed into: ``stg.requests__pending`` when
@@ -418,6 +424,7 @@ class Ingestor:
         todo = sorted(todo, key=lambda p: not p.relative_to(self.landing).as_posix().startswith("fx/"))
         self._seen = self._load_seen()
         self._shas = None
+        self._drop_hashes()  # rows may have come or gone since the last run
         self._ahead.clear()
         self._prepared = None
         self._last_file_id = None
@@ -820,6 +827,7 @@ class Ingestor:
             else:
                 loaded = con.execute(f"INSERT INTO {self._target(table)} (file_id, {names}) {new_rows}",
                                      [file_id]).fetchall()[0][0]
+            self._hashes_add(table, "_incoming", "WHERE _verdict = 'new'")
             for side_table, side_rows in parsed.side.items():
                 self._load_side(side_table, side_rows, file_id)
             quarantined = con.execute("SELECT count(*) FROM ops.quarantine WHERE file_id = ?", [file_id]).fetchall()[0][0]
@@ -929,7 +937,7 @@ class Ingestor:
 
     def _classify_batch(self, table: str, key: tuple[str, ...] | None, col_names: list[str]) -> None:
         """Add _verdict to _batch_rows and the conflicts to _batch_quarantine (see _prepare)."""
-        if not verdicts(self.con, table, key, col_names, "_batch_rows", ("_file", "_ord")):
+        if not verdicts(self.con, table, key, col_names, "_batch_rows", ("_file", "_ord"), self._key_hashes(table, key)):
             return
         key_list = ", ".join(key)
         self.con.execute(
@@ -958,6 +966,7 @@ class Ingestor:
             try:
                 (loaded,) = con.execute(f"INSERT INTO {self._target(table)} (file_id, {names}) SELECT ?, {names} FROM _member_arrow",
                                         [file_id]).fetchall()[0]
+                self._hashes_add(table, "_member_arrow")
             finally:
                 con.unregister("_member_arrow")
             if loaded != new:
@@ -1017,10 +1026,42 @@ class Ingestor:
         finally:
             self.con.unregister("_side_arrow")
 
+    def _key_hashes(self, table: str, key: tuple[str, ...] | None) -> str | None:
+        """The temp table of ``hash(key)`` of every stored row of a ``parts.STAGED`` table (the
+        calls), made at its second de-duplication of this run: each file's first question, "is
+        any of my keys stored?", is then a join of integers in memory instead of a scan of every
+        stored key in the Parquet files (which made a first ingest of N files cost N scans of a
+        growing history, and a night one scan of the whole history per new file). The rows this
+        Ingestor loads are added as they are loaded (``_hashes_add``): the only way rows enter the
+        table during a run. None: ask the table itself."""
+        if not key or table not in parts.STAGED:
+            return None
+        if table not in self._hashes:
+            self._probes[table] = self._probes.get(table, 0) + 1
+            if self._probes[table] < 2:  # a run with one new file pays no extra scan
+                return None
+            name = f"_key_hashes_{len(self._hashes)}"
+            k = ", ".join(f'"{c}"' for c in key)
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT hash({k}) AS h FROM {table}")
+            self._hashes[table] = (name, k)
+        return self._hashes[table][0]
+
+    def _hashes_add(self, table: str, rows: str, where: str = "") -> None:
+        """Add the keys of the rows just loaded into ``table`` (from ``rows``) to its key hashes."""
+        if table in self._hashes:
+            name, k = self._hashes[table]
+            self.con.execute(f"INSERT INTO {name} SELECT hash({k}) FROM {rows} {where}")
+
+    def _drop_hashes(self) -> None:
+        for name, _k in self._hashes.values():
+            self.con.execute(f"DROP TABLE IF EXISTS {name}")
+        self._hashes.clear()
+        self._probes.clear()
+
     def _classify(self, table: str, key: tuple[str, ...] | None, col_names: list[str]) -> tuple[int, int]:
         """Add _verdict ('new', 'duplicate', 'conflict') to _incoming; return (duplicates, conflicts)."""
         con = self.con
-        if not verdicts(con, table, key, col_names, "_incoming", ("_ord",)):
+        if not verdicts(con, table, key, col_names, "_incoming", ("_ord",), self._key_hashes(table, key)):
             return 0, 0
         dup, conflict = con.execute(
             "SELECT count(*) FILTER (_verdict = 'duplicate'), count(*) FILTER (_verdict = 'conflict') FROM _incoming"
@@ -1074,12 +1115,14 @@ def verdict_sql(rows: str, stored: str | None, key: tuple[str, ...], values: lis
 
 
 def verdicts(con: duckdb.DuckDBPyConnection, table: str, key: tuple[str, ...] | None, col_names: list[str],
-             rows: str, order: tuple[str, ...]) -> bool:
+             rows: str, order: tuple[str, ...], key_hashes: str | None = None) -> bool:
     """Add ``_verdict`` ('new', 'duplicate', 'conflict') to the temp table ``rows`` (one file's rows,
     or a batch's: ``order`` = their position, e.g. ``("_file", "_ord")``) against the rows stored in
     ``table`` under the natural ``key`` and against the earlier rows of ``rows`` itself (the rule:
     ``verdict_sql``). Returns False when every row is new (no key, or no key stored nor repeated:
-    nothing to count)."""
+    nothing to count). ``key_hashes``: a temp table (column ``h``) holding ``hash(key)`` of every
+    stored row of ``table`` (``Ingestor._key_hashes``): a key whose hash is not there is not
+    stored, so the scan of the stored keys is made only when some hash is there."""
     if not key:
         con.execute(f"ALTER TABLE {rows} ADD COLUMN _verdict VARCHAR DEFAULT 'new'")
         return False
@@ -1090,7 +1133,9 @@ def verdicts(con: duckdb.DuckDBPyConnection, table: str, key: tuple[str, ...] | 
     # Is any key of the rows stored already? A scan of the key column(s) only. Usually not (a new
     # day of calls): then the comparison of whole rows, which reads every column of the stored
     # table, is skipped, and the cost of a new file barely grows with the history.
-    seen = con.execute(f"SELECT 1 FROM {table} s SEMI JOIN {rows} i ON {key_eq} LIMIT 1").fetchall() != []
+    seen = (key_hashes is None or con.execute(
+        f"SELECT 1 FROM {key_hashes} s SEMI JOIN (SELECT hash({k}) AS h FROM {rows}) i ON s.h = i.h LIMIT 1").fetchall() != [])
+    seen = seen and con.execute(f"SELECT 1 FROM {table} s SEMI JOIN {rows} i ON {key_eq} LIMIT 1").fetchall() != []
     if not seen:
         n, keys = con.execute(
             f"SELECT (SELECT count(*) FROM {rows}), (SELECT count(*) FROM (SELECT DISTINCT {k} FROM {rows}))"
