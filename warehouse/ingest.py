@@ -13,7 +13,10 @@ For every file under the landing folder (sorted by path):
 3. Rows the parser rejected go to ``ops.quarantine``; rows missing a NOT NULL staging column too.
 4. Rows whose natural key and values match a row already loaded (or an earlier row of the
    same file) are counted as duplicates; same key with other values is quarantined as
-   ``conflicting_duplicate``. The rest are inserted.
+   ``conflicting_duplicate``. The rest are inserted. For the calls (``stg.requests``), a run's
+   second and later files first ask a temp table of ``hash(request_id)`` of the stored calls
+   (8 bytes a call, kept up to date as files load: ``Ingestor._key_hashes``); only a file with a
+   hash found there scans the stored ids themselves.
 5. ``ops.ingested_files`` gets one row with rows_in = loaded + duplicate + quarantined + skipped
    (skipped: records a parser reads and deliberately does not keep, the non-AI lines of a cloud
    invoice; 0 for every other format). A cloud invoice is read by path, streaming, never whole
