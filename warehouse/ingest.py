@@ -14,7 +14,7 @@ For every file under the landing folder (sorted by path):
 4. Rows whose natural key and values match a row already loaded (or an earlier row of the
    same file) are counted as duplicates; same key with other values is quarantined as
    ``conflicting_duplicate``. The rest are inserted. For the calls (``stg.requests``), a run's
-   second and later files first ask a temp table of ``hash(request_id)`` of the stored calls
+   files first ask a temp table of ``hash(request_id)`` of the stored calls
    (8 bytes a call, kept up to date as files load: ``Ingestor._key_hashes``); only a file with a
    hash found there scans the stored ids themselves.
 5. ``ops.ingested_files`` gets one row with rows_in = loaded + duplicate + quarantined + skipped
@@ -297,7 +297,6 @@ class Ingestor:
         self._prepared: _Prepared | None = None  # files parsed ahead whose rows are classified (_prepare)
         self._written: list[Path] = []  # Parquet files of stg.requests written in the open transaction (parts.append)
         self._hashes: dict[str, tuple[str, str]] = {}  # table -> (temp table of hash(key) of its stored rows, key list)
-        self._probes: dict[str, int] = {}  # table -> de-duplications of this run (_key_hashes)
 
     @property
     def specs(self) -> list[SourceSpec]:
@@ -1031,7 +1030,7 @@ class Ingestor:
 
     def _key_hashes(self, table: str, key: tuple[str, ...] | None) -> str | None:
         """The temp table of ``hash(key)`` of every stored row of a ``parts.STAGED`` table (the
-        calls), made at its second de-duplication of this run: each file's first question, "is
+        calls), made at its first de-duplication of this run: each file's first question, "is
         any of my keys stored?", is then a join of integers in memory instead of a scan of every
         stored key in the Parquet files (which made a first ingest of N files cost N scans of a
         growing history, and a night one scan of the whole history per new file). The rows this
@@ -1040,9 +1039,8 @@ class Ingestor:
         if not key or table not in parts.STAGED:
             return None
         if table not in self._hashes:
-            self._probes[table] = self._probes.get(table, 0) + 1
-            if self._probes[table] < 2:  # a run with one new file pays no extra scan
-                return None
+            # made at the run's first file: one scan of the stored ids, as the direct question
+            # costs (0.089 s against 0.078 s for 1.2M stored calls), then 0.012 s a file instead
             name = f"_key_hashes_{len(self._hashes)}"
             k = ", ".join(f'"{c}"' for c in key)
             self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT hash({k}) AS h FROM {table}")
@@ -1059,7 +1057,6 @@ class Ingestor:
         for name, _k in self._hashes.values():
             self.con.execute(f"DROP TABLE IF EXISTS {name}")
         self._hashes.clear()
-        self._probes.clear()
 
     def _classify(self, table: str, key: tuple[str, ...] | None, col_names: list[str]) -> tuple[int, int]:
         """Add _verdict ('new', 'duplicate', 'conflict') to _incoming; return (duplicates, conflicts)."""

@@ -506,7 +506,7 @@ def test_a_large_request_file_is_written_once_as_its_own_file_and_a_failed_group
 
 def test_the_key_hashes_of_a_run_find_every_duplicate_and_conflict_the_stored_keys_find(landing: Path, tmp_path: Path,
                                                                                        monkeypatch):
-    """From its second file on, a run asks "is any of these keys stored?" of the hashes of the
+    """From its first file on, a run asks "is any of these keys stored?" of the hashes of the
     stored keys (``Ingestor._key_hashes``), kept up to date with every file it loads, whatever the
     route: the same verdicts as the scan of the stored keys, on files read in place, written as
     Parquet files and batched."""
@@ -549,7 +549,7 @@ def test_the_key_hashes_of_a_run_find_every_duplicate_and_conflict_the_stored_ke
             ing = Ingestor(con, land)
             ing.ingest()
             if hashes:
-                assert "stg.requests" in ing._hashes  # noqa: SLF001 - made, and used from the second file on
+                assert "stg.requests" in ing._hashes  # noqa: SLF001 - made at the first file of the run
                 (name, _k) = ing._hashes["stg.requests"]  # noqa: SLF001
                 # one hash per stored call, kept up to date with every file loaded
                 assert con.execute(f"SELECT count(*) FROM {name}").fetchall() == con.execute("SELECT count(*) FROM stg.requests").fetchall()
