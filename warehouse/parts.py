@@ -169,15 +169,20 @@ def rows(con: duckdb.DuckDBPyConnection, table: str) -> int:
 
 
 def write(con: duckdb.DuckDBPyConnection, table: str, key: str, select_sql: str, *, build_id: str,
-          days: list[dt.date] | None) -> int:
+          days: list[dt.date] | None, folder: str | None = None) -> int:
     """Write the rows of ``select_sql`` as this build's Parquet files of ``table``, partitioned by
     ``key``, and make the view list them. ``days`` None: they replace every file of the table (a
-    full rebuild); else they replace the files of those days. Returns the table's row count."""
+    full rebuild); else they replace the files of those days (``[]``: none, the rows are added).
+    ``folder``: a sub-folder of the build's folder for a later batch of the same build (a full
+    rebuild in batches, warehouse/transform.py); without it the build's folder is emptied first.
+    Returns the table's row count."""
     parts = location(con)
     assert parts is not None, "write() needs a build's parts folder (ops.storage)"
     columns = [(r[0], r[1]) for r in con.execute(f"DESCRIBE {select_sql}").fetchall()]
     has_build_id = any(n == "build_id" for n, _ in columns)
     out = parts / table / build_id
+    if folder is not None:
+        out = out / folder
     shutil.rmtree(out, ignore_errors=True)  # a retried build of the model in this build
     out.mkdir(parents=True)
     proj = ", ".join(f"CAST({_q(n)} AS {_STORED_AS[t]}) AS {_q(n)}" if t in _STORED_AS else _q(n)

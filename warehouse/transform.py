@@ -11,8 +11,10 @@ whole. Either way ``ops.model_builds`` records what the table was built from.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
+from dataclasses import dataclass
 
 import duckdb
 
@@ -98,6 +100,98 @@ def _days_sql(model: SqlTable, scope: Scope) -> tuple[list, str, str]:
     return days, key, incremental.render(model.sql, scope, full=False, halo=model.halo)
 
 
+# A full rebuild of a Parquet per-call table over more calls than this is written in batches of
+# consecutive days, each of about this many calls (issue 26 item 3): one query over every call of
+# a large warehouse spilled ~30 GB at 100M calls and went over the build's memory limit at 32M.
+FULL_BATCH_CALLS = 5_000_000
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Consecutive days of one batch of a full rebuild: it writes the rows whose key is in
+    [lo, hi) (no bound where None: the first batch also takes rows before every day of data and
+    NULL keys, the last the rows after), computed from ``read_days`` (every day of the batch, and
+    of the tasks that have a call in it; a halo model reads its usual halo around them)."""
+
+    lo: dt.date | None
+    hi: dt.date | None
+    read_days: tuple[dt.date, ...]
+
+    def key_filter(self, key: str) -> str:
+        parts_ = []
+        if self.lo is not None:
+            parts_.append(f"{key} >= DATE '{self.lo}'")
+        if self.hi is not None:
+            parts_.append(f"{key} < DATE '{self.hi}'")
+        where = " AND ".join(parts_) or "TRUE"
+        return f"({key} IS NULL OR ({where}))" if self.lo is None else f"({where})"
+
+
+_BATCHES: dict[tuple[str, int, int, str], list[Batch]] = {}
+
+
+def full_batches(con: duckdb.DuckDBPyConnection, build_id: str) -> list[Batch]:
+    """The batches of a full rebuild of the per-call tables in this build ([] or one batch: write
+    whole). Days are cut where the running count of calls (stg.requests) passes FULL_BATCH_CALLS;
+    each batch's days are closed over tasks, as the incremental plan closes its days
+    (``incremental._closed_days``), so a task never straddles what a batch reads. Computed once per
+    build and number of calls."""
+    if not incremental.has_table(con, "stg.requests"):
+        return []
+    (calls,) = con.execute("SELECT count(*) FROM stg.requests").fetchall()[0]
+    if calls <= FULL_BATCH_CALLS:
+        return []
+    cache_key = (build_id, int(calls), FULL_BATCH_CALLS, str(parts.location(con)))
+    if cache_key in _BATCHES:
+        return _BATCHES[cache_key]
+    per_day = con.execute("SELECT CAST(ts AS DATE) AS day, count(*) FROM stg.requests GROUP BY ALL ORDER BY day").fetchall()
+    lo, hi = per_day[0][0], per_day[-1][0]
+    halo = incremental._halo(con)
+    cuts, running = [], 0
+    for day, n in per_day:
+        if running and running + n > FULL_BATCH_CALLS:
+            cuts.append(day)
+            running = 0
+        running += n
+    bounds = [None, *cuts, None]
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        first = (a or lo) - dt.timedelta(days=halo)
+        last = (b - dt.timedelta(days=1)) if b is not None else hi + dt.timedelta(days=halo)
+        days = {first + dt.timedelta(days=k) for k in range((last - first).days + 1)}
+        out.append(Batch(a, b, tuple(sorted(incremental._closed_days(con, days)))))
+    _BATCHES.clear()
+    _BATCHES[cache_key] = out
+    log.info("full rebuild of the per-call tables in %d batches of about %s calls (%s calls)",
+             len(out), f"{FULL_BATCH_CALLS:,}", f"{calls:,}")
+    return out
+
+
+def _write_in_batches(con: duckdb.DuckDBPyConnection, model: SqlTable, batches: list[Batch], build_id: str) -> None:
+    """A full rebuild of a Parquet table, batch by batch: each batch renders the model's SQL for
+    its read days (as an incremental build of those days would) and keeps the rows of its own key
+    range, so every row is written by exactly one batch. The first batch replaces every file of the
+    table; the others add theirs (warehouse/parts.py ``write``, ``folder``)."""
+    halo = incremental._halo(con)
+    # the days of paid node hours before the first call or after the last (idle node-days are rows of
+    # core.self_hosted_allocation too): read by the first and the last batch. Asked here, not with
+    # the batches: core.node_hours_cost is rebuilt in the same build, maybe after the first model
+    edge = None
+    if incremental.has_table(con, "core.node_hours_cost"):
+        edge = con.execute("SELECT min(day), max(day) FROM core.node_hours_cost").fetchall()[0]
+    for i, batch in enumerate(batches):
+        read = set(batch.read_days)
+        if edge is not None and edge[0] is not None:
+            if i == 0 and edge[0] < min(read):
+                read |= {edge[0] + dt.timedelta(days=k) for k in range((min(read) - edge[0]).days)}
+            if i == len(batches) - 1 and edge[1] > max(read):
+                read |= {max(read) + dt.timedelta(days=k) for k in range(1, (edge[1] - max(read)).days + 1)}
+        scope = Scope(full=False, reason="full rebuild in batches", days=tuple(sorted(read)), halo_days=halo)
+        sql = incremental.render(model.sql, scope, full=False, halo=model.halo)
+        parts.write(con, model.table, model.key_column, f"SELECT * FROM ({sql}) WHERE {batch.key_filter(model.key_column)}",
+                    build_id=build_id, days=None if i == 0 else [], folder=None if i == 0 else f"batch_{i}")
+
+
 def _build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None) -> int:
     build_id = _build_id(con)
     if model.view:
@@ -111,7 +205,11 @@ def _build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None)
     elif model.storage == "parquet" and build_id is not None and parts.location(con) is not None:
         # a table not yet in Parquet (a warehouse from before issue 26) is written whole once
         full = scope is None or scope.is_full(model.table) or not parts.stored(con, model.table)
-        if full:
+        batches = full_batches(con, build_id) if full and model.incremental == "day" else []
+        if full and len(batches) > 1:
+            _write_in_batches(con, model, batches, build_id)
+            incremental.record(con, model.table, model.sql, "full", 0, build_id)
+        elif full:
             parts.write(con, model.table, model.key_column, incremental.render(model.sql, scope, full=True),
                         build_id=build_id, days=None)
             incremental.record(con, model.table, model.sql, "full", 0, build_id)

@@ -368,3 +368,42 @@ def test_a_model_out_of_memory_is_retried_with_the_larger_limit(tmp_path: Path, 
     assert transform.build(con, model) == 1
     assert "out of memory at memory_limit 20MB" in caplog.text and "retrying with 2GB" in caplog.text
     assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] in ("19.0 MiB", "20.0 MiB", "19.0 MB", "20.0 MB")
+
+
+def test_a_full_rebuild_in_batches_of_days_equals_one_written_whole(generated, tmp_path: Path, monkeypatch):
+    """A full rebuild over more calls than ``FULL_BATCH_CALLS`` writes the per-call Parquet tables
+    batch by batch (issue 26 item 3). With a limit below one day's calls every day is its own batch,
+    so every edge of the landing is cut: the task over days 0-2, the self-hosted call over midnight
+    (halo), the idle gap days. Every table must equal the rebuild written whole."""
+    from warehouse import transform  # noqa: PLC0415
+
+    everything = tmp_path / "landing_all"
+    shutil.copytree(generated["landing"], everything)
+    for f in generated["later"]:
+        dest = everything / f.relative_to(generated["later_root"])
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, dest)
+    # a node paid from four days before the first call: idle node-days before every day of calls
+    nodes = everything / "catalog" / "nodes.csv"
+    nodes.write_text(nodes.read_text() + f"gpu-node-early,nebius,H100,8,Qwen/Qwen3-32B,fp8,2.95,{SPEC.day(0) - dt.timedelta(days=4)},\n")
+    whole = tmp_path / "whole" / "wh.duckdb"
+    assert _run(whole, everything, "whole").full
+    monkeypatch.setattr(transform, "FULL_BATCH_CALLS", 1_000)
+    batched = tmp_path / "batched" / "wh.duckdb"
+    assert _run(batched, everything, "batched").full
+    with read_only(batched) as con:
+        # 4 + 1 days of 1,500 calls, then the gap call's day: one batch a day
+        (calls, first, last) = con.execute("SELECT count(*), min(day), max(day) FROM core.calls").fetchall()[0]
+        folders = dict(con.execute(
+            "SELECT table_name, count(DISTINCT split_part(path, '/', 3)) FROM ops.part_files "
+            "WHERE retired_by IS NULL AND day IS NOT NULL GROUP BY ALL").fetchall())
+        idle_before = con.execute("SELECT count(DISTINCT day) FROM core.self_hosted_allocation WHERE day < ?", [first]).fetchall()[0][0]
+    assert idle_before == 4
+    days_with_calls = 6
+    # 5 days of generated calls; edge history 2, the late file 3, the gap call 1
+    assert calls == 5 * 1_500 + 2 + 3 + 1 and last == SPEC.day(SPEC.days + 4)
+    # the first batch writes into the build's folder (day=... directly), each later one in batch_<i>/
+    assert folders["core.calls"] == days_with_calls and folders["marts.task_costs"] >= 3
+    got, want = _digest(batched), _digest(whole)
+    assert got.keys() == want.keys()
+    assert {t: v for t, v in got.items() if v != want[t]} == {}
