@@ -395,6 +395,7 @@ def target_lines(results: Results) -> list[str]:
 
 
 CTAS_ROW = "  one per-call table written (CTAS of stg.requests)"
+SCALE_CALLS = 32_000_000
 
 
 def _memory_limit_mib() -> float:
@@ -423,17 +424,24 @@ def scale_target_lines(results: Results) -> list[str]:
     out.append(line("full rebuild vs one per-call table written", build.seconds / ctas.seconds if ctas.seconds else None,
                     1.6, "x"))
     t1, t4 = results.get("nightly 1x total"), results.get("nightly 4x total")
-    out.append(line("nightly 4x / 1x history", t4.seconds / t1.seconds if t1.seconds else None, 1.1, "x"))
+    # the issue's scale mode (32M calls and more: --calls-per-day 1000000 --days 32) allows 1.2x
+    scale = (ingest.rows or 0) >= SCALE_CALLS
+    out.append(line("nightly 4x / 1x history" + (" (scale mode)" if scale else ""),
+                    t4.seconds / t1.seconds if t1.seconds else None, 1.2 if scale else 1.1, "x"))
     # a run copies the published DuckDB file, which holds only the small tables (issue 26 item 1: the
     # per-call tables and stg.requests are Parquet files beside it): what it copies must not grow with history
     c1, c4 = results.get("nightly 1x: copy published").rows, results.get("nightly 4x: copy published").rows
     out.append(line(f"MiB of the published file copied by a nightly run ({c4 if c4 is not None else '-'} at 4x history, "
                     f"{c1 if c1 is not None else '-'} at 1x), 4x / 1x",
                     c4 / c1 if c1 and c4 is not None else None, 1.1, "x"))
+    # thinktax's phases: not the generator, not DuckDB's own floors (run without the build's limit)
+    reference = ("generate", "ingest: floor", "marts: floor", "  same scan", CTAS_ROW)
     peaks = [r.peak_mib for r in results.rows
-             if r.peak_mib is not None and not r.phase.startswith(("overhead: ", "cloud CUR: "))]
+             if r.peak_mib is not None and not r.phase.startswith(("overhead: ", "cloud CUR: ", *reference))]
+    floors = [r.peak_mib for r in results.rows if r.peak_mib is not None and r.phase.startswith(reference[1:])]
     limit = _memory_limit_mib()
-    out.append(line("peak resident memory of any phase", max(peaks) if peaks else None, round(limit), " MiB", ",.0f"))
+    out.append(line(f"peak resident memory of any thinktax phase (the floors' own: {max(floors) if floors else 0:,.0f} MiB)",
+                    max(peaks) if peaks else None, round(limit), " MiB", ",.0f"))
     return out
 
 
