@@ -79,12 +79,12 @@ def build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None =
     try:
         return _build(con, model, scope)
     except duckdb.OutOfMemoryException as exc:
-        from warehouse.db import MEMORY_LIMIT  # noqa: PLC0415
+        from warehouse.db import duckdb_memory_limit, memory_budget  # noqa: PLC0415
 
-        limit = os.environ.get("THINKTAX_MEMORY_LIMIT", MEMORY_LIMIT)
+        limit = duckdb_memory_limit()
         retry = _retry_limit()
-        log.warning("%s: out of memory at memory_limit %s (%s); retrying with %s",
-                    model.table, limit, str(exc).splitlines()[0], retry)
+        log.warning("%s: out of memory at memory_limit %s (DuckDB's share of the build's %s; %s); retrying with %s",
+                    model.table, limit, memory_budget(), str(exc).splitlines()[0], retry)
         con.execute(f"SET memory_limit = '{retry}'")
         try:
             return _build(con, model, scope)

@@ -360,14 +360,17 @@ def test_a_model_out_of_memory_is_retried_with_the_larger_limit(tmp_path: Path, 
     monkeypatch.setenv("THINKTAX_MEMORY_LIMIT", "20MB")
     monkeypatch.setenv(transform.RETRY_ENV, "2GB")
     con = connect(tmp_path / "w.duckdb")
+    # DuckDB gets POOL_SHARE of the build's budget: 15 MB of 20 MB (DuckDB shows it in MiB)
+    assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == "14.3 MiB"
     con.execute("CREATE SCHEMA core")
     model = transform.SqlTable("core", "big_quantile", "SELECT quantile_disc(random(), 0.5) AS q FROM range(20000000)",
                                frozenset())
     with pytest.raises(duckdb.OutOfMemoryException):
         con.execute(f"CREATE TABLE core.direct AS {model.sql}")
     assert transform.build(con, model) == 1
-    assert "out of memory at memory_limit 20MB" in caplog.text and "retrying with 2GB" in caplog.text
-    assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] in ("19.0 MiB", "20.0 MiB", "19.0 MB", "20.0 MB")
+    assert "out of memory at memory_limit 15MB (DuckDB's share of the build's 20MB" in caplog.text
+    assert "retrying with 2GB" in caplog.text
+    assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == "14.3 MiB"  # put back
 
 
 def test_a_full_rebuild_in_batches_of_days_equals_one_written_whole(generated, tmp_path: Path, monkeypatch):
@@ -407,3 +410,15 @@ def test_a_full_rebuild_in_batches_of_days_equals_one_written_whole(generated, t
     got, want = _digest(batched), _digest(whole)
     assert got.keys() == want.keys()
     assert {t: v for t, v in got.items() if v != want[t]} == {}
+
+
+def test_duckdb_gets_its_share_of_the_builds_memory_budget():
+    """THINKTAX_MEMORY_LIMIT is the build's budget for the whole process; DuckDB's memory_limit
+    bounds only its buffer manager, so it gets POOL_SHARE (0.75) of it, in MB (10^6 bytes)."""
+    from warehouse.db import POOL_SHARE, duckdb_memory_limit
+
+    assert POOL_SHARE == 0.75
+    assert duckdb_memory_limit("3GB") == "2250MB"  # 3e9 x 0.75
+    assert duckdb_memory_limit("8GiB") == "6442MB"  # 8 x 2^30 x 0.75 = 6,442,450,944 bytes
+    assert duckdb_memory_limit("512 mb") == "384MB"
+    assert duckdb_memory_limit("80%") == "80%"  # not a size: DuckDB's to read (or refuse)
