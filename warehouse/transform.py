@@ -160,10 +160,18 @@ def full_batches(con: duckdb.DuckDBPyConnection, build_id: str) -> list[Batch]:
         last = (b - dt.timedelta(days=1)) if b is not None else hi + dt.timedelta(days=halo)
         days = {first + dt.timedelta(days=k) for k in range((last - first).days + 1)}
         out.append(Batch(a, b, tuple(sorted(incremental._closed_days(con, days)))))
+    span = (hi - lo).days + 1 + 2 * halo
+    if sum(len(b.read_days) for b in out) > 3 * span:
+        # tasks that span most days (one task id reused every day) make every batch read most of the
+        # history: batches would cost a multiple of one whole write
+        log.info("full rebuild written whole: the batches' task closures read %d days of %d",
+                 sum(len(b.read_days) for b in out), span)
+        out = []
     _BATCHES.clear()
     _BATCHES[cache_key] = out
-    log.info("full rebuild of the per-call tables in %d batches of about %s calls (%s calls)",
-             len(out), f"{FULL_BATCH_CALLS:,}", f"{calls:,}")
+    if out:
+        log.info("full rebuild of the per-call tables in %d batches of about %s calls (%s calls)",
+                 len(out), f"{FULL_BATCH_CALLS:,}", f"{calls:,}")
     return out
 
 

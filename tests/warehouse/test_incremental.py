@@ -422,3 +422,39 @@ def test_duckdb_gets_its_share_of_the_builds_memory_budget():
     assert duckdb_memory_limit("8GiB") == "6442MB"  # 8 x 2^30 x 0.75 = 6,442,450,944 bytes
     assert duckdb_memory_limit("512 mb") == "384MB"
     assert duckdb_memory_limit("80%") == "80%"  # not a size: DuckDB's to read (or refuse)
+
+
+def test_full_batches_cut_days_by_calls_and_fall_back_to_one_write_when_a_task_spans_the_history(monkeypatch):
+    """10 days of 3 calls, a limit of 6 calls: two days a batch, 5 batches. Each reads its days, a
+    halo day before (and the last one a day after the data). A task id with a call on every day
+    closes every batch over the whole history: written whole instead ([])."""
+    import duckdb
+
+    from warehouse import transform  # noqa: PLC0415
+
+    def con_with(task_of_day) -> duckdb.DuckDBPyConnection:
+        con = duckdb.connect()
+        con.execute("CREATE SCHEMA stg")
+        con.execute("""CREATE TABLE stg.requests AS
+                       SELECT TIMESTAMP '2026-03-01 12:00:00' + INTERVAL (d) DAY + INTERVAL (k) MINUTE AS ts,
+                              ? || CAST(CASE WHEN ? THEN 0 ELSE d END AS VARCHAR) || '-' || k AS task_id,
+                              CAST(NULL AS VARCHAR) AS node_id, 1000 AS latency_ms
+                       FROM range(10) t(d), range(3) u(k)""", ["t", task_of_day == "same"])
+        if task_of_day == "same":  # one more call of the same task on every day
+            con.execute("INSERT INTO stg.requests SELECT ts + INTERVAL 1 HOUR, 'everyday', NULL, 1000 FROM stg.requests WHERE task_id LIKE '%-0'")
+        return con
+
+    monkeypatch.setattr(transform, "FULL_BATCH_CALLS", 6)
+    batches = transform.full_batches(con_with("own"), "b1")
+    assert [(b.lo, b.hi) for b in batches] == [
+        (None, dt.date(2026, 3, 3)), (dt.date(2026, 3, 3), dt.date(2026, 3, 5)), (dt.date(2026, 3, 5), dt.date(2026, 3, 7)),
+        (dt.date(2026, 3, 7), dt.date(2026, 3, 9)), (dt.date(2026, 3, 9), None)]
+    # halo 1 day (latency under a day): the first batch reads Feb 28 - Mar 2, the third Mar 4 - 6,
+    # the last Mar 8 - 11; no task crosses a day, so the closure adds nothing
+    assert batches[0].read_days == tuple(dt.date(2026, 2, 28) + dt.timedelta(days=k) for k in range(3))
+    assert batches[2].read_days == tuple(dt.date(2026, 3, 4) + dt.timedelta(days=k) for k in range(3))
+    assert batches[-1].read_days == tuple(dt.date(2026, 3, 8) + dt.timedelta(days=k) for k in range(4))
+    assert batches[2].key_filter("day") == "(day >= DATE '2026-03-05' AND day < DATE '2026-03-07')"
+    assert batches[0].key_filter("day") == "(day IS NULL OR (day < DATE '2026-03-03'))"
+    monkeypatch.setattr(transform, "FULL_BATCH_CALLS", 8)
+    assert transform.full_batches(con_with("same"), "b2") == []
