@@ -116,6 +116,7 @@ class Batch:
     lo: dt.date | None
     hi: dt.date | None
     read_days: tuple[dt.date, ...]
+    halo_days: int = 1  # incremental._halo of the build: how far a call's interval reaches back
 
     def key_filter(self, key: str) -> str:
         parts_ = []
@@ -159,7 +160,7 @@ def full_batches(con: duckdb.DuckDBPyConnection, build_id: str) -> list[Batch]:
         first = (a or lo) - dt.timedelta(days=halo)
         last = (b - dt.timedelta(days=1)) if b is not None else hi + dt.timedelta(days=halo)
         days = {first + dt.timedelta(days=k) for k in range((last - first).days + 1)}
-        out.append(Batch(a, b, tuple(sorted(incremental._closed_days(con, days)))))
+        out.append(Batch(a, b, tuple(sorted(incremental._closed_days(con, days))), halo))
     span = (hi - lo).days + 1 + 2 * halo
     if sum(len(b.read_days) for b in out) > 3 * span:
         # tasks that span most days (one task id reused every day) make every batch read most of the
@@ -180,7 +181,6 @@ def _write_in_batches(con: duckdb.DuckDBPyConnection, model: SqlTable, batches: 
     its read days (as an incremental build of those days would) and keeps the rows of its own key
     range, so every row is written by exactly one batch. The first batch replaces every file of the
     table; the others add theirs (warehouse/parts.py ``write``, ``folder``)."""
-    halo = incremental._halo(con)
     # the days of paid node hours before the first call or after the last (idle node-days are rows of
     # core.self_hosted_allocation too): read by the first and the last batch. Asked here, not with
     # the batches: core.node_hours_cost is rebuilt in the same build, maybe after the first model
@@ -194,7 +194,7 @@ def _write_in_batches(con: duckdb.DuckDBPyConnection, model: SqlTable, batches: 
                 read |= {edge[0] + dt.timedelta(days=k) for k in range((min(read) - edge[0]).days)}
             if i == len(batches) - 1 and edge[1] > max(read):
                 read |= {max(read) + dt.timedelta(days=k) for k in range(1, (edge[1] - max(read)).days + 1)}
-        scope = Scope(full=False, reason="full rebuild in batches", days=tuple(sorted(read)), halo_days=halo)
+        scope = Scope(full=False, reason="full rebuild in batches", days=tuple(sorted(read)), halo_days=batch.halo_days)
         sql = incremental.render(model.sql, scope, full=False, halo=model.halo)
         parts.write(con, model.table, model.key_column, f"SELECT * FROM ({sql}) WHERE {batch.key_filter(model.key_column)}",
                     build_id=build_id, days=None if i == 0 else [], folder=None if i == 0 else f"batch_{i}")
