@@ -7,7 +7,9 @@
 -- was priced at (core.call_costs rate_* columns: tier, long context, uplift applied): *_cost_usd;
 -- cache writes are split into 5-minute (cache_write_tokens - cache_write_1h_tokens) and 1-hour;
 -- request_fees_usd = per-query fees. For a priced API call the bucket costs plus its fees are its
--- cost_usd (tests/commands/test_focus_validator.py checks it on every call of the demo).
+-- cost_usd (tests/commands/test_focus_validator.py checks it on every call of the demo); a call paid
+-- by provisioned throughput (price_basis 'provisioned') costs 0 per token, so its buckets cost 0
+-- (core.call_costs.on_demand_cost_usd keeps what they would have cost on demand).
 -- @kind: incremental_by_day
 -- @grain: day x team x tier x serving x provider x model x price_version_id x price_basis x priced
 WITH calls AS (
@@ -40,13 +42,13 @@ final AS (
            sum(thinking_tokens) AS thinking_tokens,
            sum(output_tokens) AS output_tokens,
            sum(web_search_requests) AS web_search_requests,
-           sum(bucket_cost.i) AS uncached_input_cost_usd,
-           sum(bucket_cost.c) AS cached_input_cost_usd,
-           sum(bucket_cost.w) AS cache_write_5m_cost_usd,
-           sum(bucket_cost.w1) AS cache_write_1h_cost_usd,
-           sum(bucket_cost.r) AS thinking_cost_usd,
-           sum(bucket_cost.o) AS output_cost_usd,
-           sum(bucket_cost.f) AS request_fees_usd
+           sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.i END) AS uncached_input_cost_usd,
+           sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.c END) AS cached_input_cost_usd,
+           sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.w END) AS cache_write_5m_cost_usd,
+           sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.w1 END) AS cache_write_1h_cost_usd,
+           sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.r END) AS thinking_cost_usd,
+           sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.o END) AS output_cost_usd,
+           sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.f END) AS request_fees_usd
     FROM calls
     GROUP BY ALL
 )
