@@ -933,7 +933,7 @@ def _typed_lines(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext
                    k AS cost, cur AS currency, rate AS fx_usd_per_unit, {usd('k')} AS cost_usd,
                    {net} AS net_cost_usd, {usd('credits_raw')} AS credits_usd,
                    r_model AS model, bucket, tier, deployment_type, long_context, rule, reason AS unattributed_reason, team,
-                   {cost_basis} AS cost_basis
+                   {cost_basis} AS cost_basis, nullif(trim(reservation_id), '') AS reservation_id
             FROM typed WHERE len(reasons) = 0
         )
         SELECT *, CAST(row_number() OVER (PARTITION BY {key} ORDER BY line) AS INTEGER) AS key_occurrence

@@ -865,6 +865,8 @@ CLOUD_BILL_LINES = Table(
                                      "(ChargeType Purchase / UnusedReservation / UnusedSavingsPlan, PricingModel "
                                      "Reservation / SavingsPlan); NULL for every other line (the same in both datasets)",
             in_set("cost_basis", ("actual", "amortized"), "a known cost basis")),
+        col("reservation_id", "VARCHAR", "Azure ReservationId: the reservation the line's charge belongs to (a "
+                                         "reserved PTU's purchase, its usage); NULL when the export names none"),
     ),
     key=(*_CLOUD_KEY, "cost_basis", "key_occurrence"),
     day=("usage_start", "usage_end"),

@@ -23,6 +23,11 @@
 --   hours included): read by marts.effective_rates and marts.commitments, which ask what a month
 --   really cost.
 -- A month with one dataset only has both flags true on all its lines, as before the column.
+-- commitment_id (provisioned usage and commitment lines only; FOCUS 1.3 ContractCommitmentId in
+-- `thinktax export focus`): the reservation the line belongs to (Azure ReservationId), else the
+-- resource it bills (the Bedrock provisioned model's ARN, the Azure OpenAI account of a PTU
+-- deployment, the GCP resource), else one made by thinktax for the provider, account and model:
+-- 'thinktax:<provider>/<account>/<model or pool>/provisioned-throughput'.
 -- The compute lines kept to price self-hosted nodes (bucket 'instance_hours': EC2, Azure VM, Compute
 -- Engine; core.node_hours_cost reads them) are not AI lines and are not here.
 -- @kind: full
@@ -46,13 +51,17 @@ shaped AS (
            rule, unattributed_reason, unit, quantity, tokens, cost_usd AS amount_usd, net_cost_usd,
            CASE WHEN charge_kind IN ('usage', 'commitment') THEN coalesce(bucket, 'unattributed')
                 ELSE charge_kind END AS bucket,
-           cost_basis
+           cost_basis, reservation_id,
+           CASE WHEN bucket = 'provisioned' AND charge_kind IN ('usage', 'commitment')
+                THEN coalesce(reservation_id, resource_id,
+                              'thinktax:' || provider || '/' || coalesce(account_id, '') || '/'
+                                || coalesce(model, 'pool') || '/provisioned-throughput') END AS commitment_id
     FROM lines
     UNION ALL
     SELECT file_id, line, true, cloud, provider, CAST(usage_start AS DATE), billing_period, invoice_id, account_id,
            usage_start, usage_end, 'credits', 'credit', service, sku, region, resource_id, principal, team, model,
            tier, deployment_type, long_context, rule, unattributed_reason, NULL, NULL, NULL, credits_usd, NULL, 'credit',
-           cost_basis
+           cost_basis, reservation_id, NULL
     FROM lines
     WHERE credits_usd IS NOT NULL AND credits_usd <> 0
 ),

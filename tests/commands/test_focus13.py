@@ -121,7 +121,8 @@ def test_an_idle_node_day_stays_whole(tmp_path):
 
 
 def test_the_contract_commitment_file_has_the_13_columns_and_no_rows(mini_con, tmp_path):
-    """thinktax holds no commitment data yet (no catalog/commitments.csv, no marts.commitments)."""
+    """A warehouse whose invoices bill no provisioned throughput: the file has the columns, no rows
+    (tests/sql/test_commitments.py has one with commitments)."""
     names = [c for c, _ in COMMITMENT_COLUMNS]
     assert names == ["BillingCurrency", "ContractCommitmentCategory", "ContractCommitmentCost", "ContractCommitmentDescription",
                      "ContractCommitmentId", "ContractCommitmentPeriodEnd", "ContractCommitmentPeriodStart",

@@ -200,6 +200,10 @@ PROVISIONED_CALLS = [
 ]
 
 
+# the reserved-PTU purchase's ReservationId, as a Microsoft Customer Agreement export writes it
+RESERVATION = "/providers/Microsoft.Capacity/reservationOrders/7c1f0e2a-0000-4000-8000-00000000a001/reservations/7c1f0e2a-0000-4000-8000-00000000b001"
+
+
 @pytest.fixture(scope="module")
 def invoiced(tmp_path_factory) -> duckdb.DuckDBPyConnection:
     root = tmp_path_factory.mktemp("invoiced")
@@ -214,7 +218,8 @@ def invoiced(tmp_path_factory) -> duckdb.DuckDBPyConnection:
     head, ptu = src[0].split(","), next(csv.reader([next(r for r in src if "Provisioned Managed" in r)]))
     row = dict(zip(head, ptu, strict=True)) | {"Date": "06/01/2026", "ChargeType": "Purchase", "PricingModel": "Reservation",
                                                "Quantity": "1", "UnitOfMeasure": "1/Month", "CostInBillingCurrency": "500.00",
-                                               "EffectivePrice": "500.00", "UnitPrice": "500.00"}
+                                               "EffectivePrice": "500.00", "UnitPrice": "500.00",
+                                               "ReservationId": RESERVATION}
     out = landing / "bills" / "azure" / "monthly" / "thinktax-purchases" / "20260601-20260630" / "part_0_0001.csv"
     out.parent.mkdir(parents=True)
     with out.open("w", newline="") as f:
@@ -276,3 +281,57 @@ def test_buying_options_needs_only_the_call_columns_a_spark_run_brings_over(wh):
             wh.execute("CREATE OR REPLACE TABLE core.call_costs AS SELECT * FROM main.full_call_costs")
         wh.execute("DROP TABLE main.full_call_costs")
         build_buying_options(wh)
+
+
+def test_the_focus_13_contract_commitment_dataset_lists_the_invoice_commitments(invoiced, tmp_path):
+    """`thinktax export focus` (1.3): one Contract Commitment row per commitment the invoices bill,
+    and ContractApplied on the provisioned API usage rows, worked from the fixture lines above:
+    * Bedrock: the provisioned model's ARN (line_item_resource_id), 2 ModelUnit-Hrs for $79.20 on 06-10;
+    * Azure: the PTU account's hourly meter, 24 x '1 Hour' for $48.00 on 06-10 (Usage, 24 PTU-hours),
+      and the reserved-PTU purchase, its ReservationId, $500.00 for '1/Month' on 06-01 (no hour unit:
+      a Spend commitment, no quantity);
+    * Vertex AI: the line names no resource: thinktax's id for the project and model, 24 hours, $120.00.
+    The Azure PTU call (100,000 input + 10,000 output tokens, gpt-4o) is applied to the account's hourly
+    commitment, the only Azure one in force on 06-10 (the purchase line covers 06-01); the Vertex call
+    (1,000,000 + 100,000 + 300,000 thinking tokens) to the Vertex commitment."""
+    from thinktax.commands.export import COMMITMENT_COLUMNS, export_focus
+
+    written = export_focus(invoiced, tmp_path, "csv")
+    assert [(p.name, n) for p, n in written] == [("focus_costs_2026-06.csv", 19), ("focus_contract_commitment.csv", 4)]
+    with written[1][0].open() as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == [c for c, _ in COMMITMENT_COLUMNS]
+    account = "/subscriptions/0a1b2c3d-0000-4000-8000-000000000001/resourceGroups/rg-ai/providers/Microsoft.CognitiveServices/accounts/ai-ptu"
+    arn = "arn:aws:bedrock:us-east-1:111122223333:provisioned-model/pt1"
+    vertex = "thinktax:vertex_ai/ai-prod-4821/gemini-2.5-pro/provisioned-throughput"
+    got = {r["ContractCommitmentId"]: (r["ContractCommitmentCategory"], D(r["ContractCommitmentCost"]),
+                                       r["ContractCommitmentQuantity"] and D(r["ContractCommitmentQuantity"]),
+                                       r["ContractCommitmentUnit"], r["ContractCommitmentPeriodStart"],
+                                       r["ContractCommitmentPeriodEnd"], r["ContractCommitmentType"]) for r in rows}
+    d10, d11 = "2026-06-10T00:00:00Z", "2026-06-11T00:00:00Z"
+    assert got == {
+        arn: ("Usage", D("79.2"), D("2"), "Model Unit-Hours", d10, d11, "Amazon Bedrock Provisioned Throughput"),
+        account: ("Usage", D("48"), D("24"), "PTU-Hours", d10, d11, "Azure OpenAI Provisioned Throughput Units"),
+        RESERVATION: ("Spend", D("500"), "", "", "2026-06-01T00:00:00Z", "2026-06-02T00:00:00Z",
+                      "Azure OpenAI Provisioned Throughput Units"),
+        vertex: ("Usage", D("120"), D("24"), "GSU-Hours", d10, d11, "Vertex AI Provisioned Throughput"),
+    }
+    # ContractId = ContractCommitmentId (a commitment is its own contract); every row in USD
+    assert all(r["ContractId"] == r["ContractCommitmentId"] and r["BillingCurrency"] == "USD"
+               and (r["ContractPeriodStart"], r["ContractPeriodEnd"]) == (r["ContractCommitmentPeriodStart"], r["ContractCommitmentPeriodEnd"])
+               for r in rows)
+    applied = duckdb.sql(f"SELECT ProviderName, ResourceId, string_split(SkuPriceId, '|')[-1], ContractApplied "
+                         f"FROM read_csv('{written[0][0]}') WHERE ContractApplied IS NOT NULL ORDER BY 1, 2, 3").fetchall()
+    def element(cid: str, tokens: int) -> dict:
+        return {"Elements": [{"ContractID": cid, "ContractCommitmentID": cid, "ContractCommitmentAppliedQuantity": tokens,
+                              "ContractCommitmentAppliedUnit": "Tokens"}]}
+    assert [(p, m, t, json.loads(j)) for p, m, t, j in applied] == [
+        ("azure", "gpt-4o", "input", element(account, 100_000)), ("azure", "gpt-4o", "output", element(account, 10_000)),
+        ("vertex_ai", "gemini-2.5-pro", "input", element(vertex, 1_000_000)),
+        ("vertex_ai", "gemini-2.5-pro", "output", element(vertex, 100_000)),
+        ("vertex_ai", "gemini-2.5-pro", "reasoning-output", element(vertex, 300_000))]
+    # the rows applied are exactly the provisioned ones (0 per token)
+    assert duckdb.sql(f"SELECT count(*), sum(BilledCost) FROM read_csv('{written[0][0]}') "
+                      "WHERE string_split(SkuPriceId, '|')[-2] = 'provisioned'").fetchall() == [(5, 0)]
+    # a month the commitments are not in: the file has the columns and no rows
+    assert export_focus(invoiced, tmp_path / "none", "csv", "2026-07") == []

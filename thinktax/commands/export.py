@@ -11,8 +11,7 @@ One file per calendar month of ChargePeriodStart: ``focus_costs_YYYY-MM.parquet`
 * ``--spec 1.3``: the same rows and columns plus the 1.3 columns (FOCUS13_SQL below):
   ``ServiceProviderName`` and ``HostProviderName`` (both the provider key of ProviderName:
   thinktax sees no reseller, so the host is the service provider; ProviderName and PublisherName
-  stay, deprecated in 1.3), ``ContractApplied`` (NULL: no contract commitment is applied to any
-  charge thinktax knows), and the split cost allocation columns ``AllocatedMethodId``,
+  stay, deprecated in 1.3), ``ContractApplied`` (below), and the split cost allocation columns ``AllocatedMethodId``,
   ``AllocatedMethodDetails``, ``AllocatedResourceId``, ``AllocatedResourceName``,
   ``AllocatedTags``: a self-hosted node-day whose cost thinktax allocated to calls
   (core.self_hosted_allocation: each paid hour over the calls of that hour by token share, the
@@ -25,8 +24,15 @@ One file per calendar month of ChargePeriodStart: ``focus_costs_YYYY-MM.parquet`
   "UsageQuantity" (the team's tokens on the node that day), "UsageUnit": "Tokens"}]}). Node-days
   without calls (idle) and every other row keep NULL Allocated* columns. Beside the monthly
   files, the Contract Commitment dataset: ``focus_contract_commitment.<format>`` with the 1.3
-  columns (COMMITMENT_COLUMNS) and no rows -- thinktax holds no commitment data yet (no
-  catalog/commitments.csv, no marts.commitments).
+  columns (COMMITMENT_COLUMNS), one row per provisioned-throughput commitment the cloud invoices
+  bill (core.cloud_bill_lines.commitment_id; CONTRACTS_CTE) whose lines meet the exported months:
+  ContractCommitmentId = ContractId = that id; cost = its lines as invoiced (USD); category Usage
+  with its unit-hours as quantity when it has hourly lines, else Spend; the period of its lines
+  (an invoice states no term). Offers of catalog/commitments.csv are left out: not contracts.
+  ``ContractApplied``: on the API usage rows of provisioned calls (price basis 'provisioned'), the
+  one commitment of the same provider and model family (else the provider's commitment naming no
+  model) in force that day, with the row's tokens as ContractCommitmentAppliedQuantity; NULL on
+  every other row. docs/bi.md has the details.
 
 Each file is written to a temporary name in the output folder and renamed into place, so a file
 that exists is complete.
@@ -62,6 +68,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--month", help="only this month of ChargePeriodStart (YYYY-MM); default: every month")
     p.add_argument("--warehouse", help="warehouse file (default $THINKTAX_WAREHOUSE or ./var/thinktax.duckdb)")
 
+
+# The provisioned-throughput commitments the cloud invoices bill (core.cloud_bill_lines.commitment_id:
+# a Bedrock provisioned model's ARN, an Azure reservation or PTU account, a GCP resource, else an id
+# thinktax makes), one row each: the invoice's lines as billed (in_invoice, gross of credits),
+# unit-hours where the unit is hours (as marts.commitments counts them), the period of its lines.
+CONTRACTS_CTE = """
+contract_lines AS (
+    SELECT provider, commitment_id, model, region, usage_start, usage_end, amount_usd,
+           CASE WHEN regexp_matches(lower(coalesce(unit, '')), 'hrs?|hours?')
+                THEN quantity * coalesce(CAST(nullif(regexp_extract(unit, '^ *([0-9]+) ', 1), '') AS DECIMAL(18,0)), 1)
+           END AS unit_hours
+    FROM core.cloud_bill_lines
+    WHERE commitment_id IS NOT NULL AND NOT is_line_credit AND in_invoice
+),
+contracts AS (
+    SELECT provider, commitment_id,
+           CASE WHEN count(model) = count(*) AND count(DISTINCT model) = 1 THEN min(model) END AS model,
+           string_agg(DISTINCT region, ', ' ORDER BY region) AS regions,
+           min(usage_start) AS period_start, max(usage_end) AS period_end,
+           sum(amount_usd) AS cost_usd, sum(unit_hours) AS unit_hours, count(*) AS lines
+    FROM contract_lines
+    GROUP BY provider, commitment_id
+)"""
 
 # FOCUS 1.3 rows of one month ($m) from marts.focus_costs: see the module docstring.
 FOCUS13_SQL = """
@@ -138,18 +167,47 @@ rows AS (
     SELECT * FROM whole
     UNION ALL BY NAME
     SELECT * FROM allocated
+),
+""" + CONTRACTS_CTE + """,
+provisioned_rows AS (
+    -- API usage paid by provisioned throughput (price basis 'provisioned': 0 per token), with the
+    -- provider and model family keys the invoice lines are read with
+    SELECT ChargePeriodStart, ProviderName, ResourceId, SkuPriceId, ConsumedQuantity, ConsumedUnit,
+           core.provider_key(ProviderName) AS c_provider, core.cloud_model_key(ResourceId) AS c_model
+    FROM f
+    WHERE x_Source = 'api_usage' AND string_split(SkuPriceId, '|')[-2] = 'provisioned'
+),
+applied AS (
+    -- the one commitment each such row consumed: same provider, same model family (else the
+    -- provider's commitment that names no model, an Azure PTU pool), in force that day; of several,
+    -- the one naming the model, then the larger, then the first id
+    SELECT r.ChargePeriodStart, r.ProviderName, r.ResourceId, r.SkuPriceId,
+           CAST(json_object('Elements', json_array(json_object(
+               'ContractID', c.commitment_id, 'ContractCommitmentID', c.commitment_id,
+               'ContractCommitmentAppliedQuantity', CAST(r.ConsumedQuantity AS BIGINT),
+               'ContractCommitmentAppliedUnit', r.ConsumedUnit))) AS VARCHAR) AS ContractApplied
+    FROM provisioned_rows r
+    JOIN contracts c
+      ON c.provider = r.c_provider AND (c.model = r.c_model OR c.model IS NULL)
+     AND r.ChargePeriodStart >= date_trunc('day', c.period_start) AND r.ChargePeriodStart < c.period_end
+    QUALIFY row_number() OVER (PARTITION BY r.ChargePeriodStart, r.ProviderName, r.ResourceId, r.SkuPriceId
+                               ORDER BY c.model IS NULL, c.cost_usd DESC, c.commitment_id) = 1
 )
-SELECT * EXCLUDE (build_id, AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId, AllocatedResourceName, AllocatedTags),
-       ProviderName AS ServiceProviderName, ProviderName AS HostProviderName,
-       CAST(NULL AS VARCHAR) AS ContractApplied,
+SELECT rows.* EXCLUDE (build_id, AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId, AllocatedResourceName, AllocatedTags),
+       rows.ProviderName AS ServiceProviderName, rows.ProviderName AS HostProviderName,
+       a.ContractApplied,
        AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId, AllocatedResourceName, AllocatedTags,
        build_id AS x_BuildId
 FROM rows
+LEFT JOIN applied a
+  ON rows.x_Source = 'api_usage' AND a.ChargePeriodStart = rows.ChargePeriodStart AND a.ProviderName = rows.ProviderName
+ AND a.ResourceId = rows.ResourceId AND a.SkuPriceId = rows.SkuPriceId
 """
 FOCUS13_ORDER = "ChargePeriodStart, x_Source, ProviderName, ResourceId, SkuPriceId, ChargeDescription, AllocatedResourceId"
 
 # The FOCUS 1.3 Contract Commitment dataset (its 13 columns, in the specification's order of
-# definition). thinktax has no commitment data yet, so the file has the columns and no rows.
+# definition): one row per commitment of CONTRACTS_CTE whose period meets the exported months
+# ($first inclusive, $last exclusive); see the module docstring.
 COMMITMENT_COLUMNS = (
     ("BillingCurrency", "VARCHAR"), ("ContractCommitmentCategory", "VARCHAR"),
     ("ContractCommitmentCost", "DECIMAL(18,6)"), ("ContractCommitmentDescription", "VARCHAR"),
@@ -158,7 +216,26 @@ COMMITMENT_COLUMNS = (
     ("ContractCommitmentType", "VARCHAR"), ("ContractCommitmentUnit", "VARCHAR"), ("ContractId", "VARCHAR"),
     ("ContractPeriodEnd", "TIMESTAMP"), ("ContractPeriodStart", "TIMESTAMP"),
 )
-COMMITMENT_SQL = "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in COMMITMENT_COLUMNS) + " WHERE false"
+COMMITMENT_SQL = "WITH " + CONTRACTS_CTE + """
+SELECT 'USD' AS BillingCurrency,
+       CASE WHEN unit_hours IS NOT NULL THEN 'Usage' ELSE 'Spend' END AS ContractCommitmentCategory,
+       CAST(round(cost_usd, 6) AS DECIMAL(18,6)) AS ContractCommitmentCost,
+       'Provisioned throughput for ' || coalesce(model, 'any model of the account (a PTU pool)') || ' on ' || provider
+           || coalesce(' in ' || regions, '') || ', as billed on the cloud invoice (' || lines || ' line'
+           || CASE WHEN lines = 1 THEN '' ELSE 's' END || ')' AS ContractCommitmentDescription,
+       commitment_id AS ContractCommitmentId,
+       period_end AS ContractCommitmentPeriodEnd, period_start AS ContractCommitmentPeriodStart,
+       CAST(unit_hours AS DECIMAL(38,10)) AS ContractCommitmentQuantity,
+       CASE provider WHEN 'bedrock' THEN 'Amazon Bedrock Provisioned Throughput'
+                     WHEN 'azure' THEN 'Azure OpenAI Provisioned Throughput Units'
+                     ELSE 'Vertex AI Provisioned Throughput' END AS ContractCommitmentType,
+       CASE WHEN unit_hours IS NOT NULL THEN
+           CASE provider WHEN 'bedrock' THEN 'Model Unit-Hours' WHEN 'azure' THEN 'PTU-Hours' ELSE 'GSU-Hours' END
+       END AS ContractCommitmentUnit,
+       commitment_id AS ContractId, period_end AS ContractPeriodEnd, period_start AS ContractPeriodStart
+FROM contracts
+WHERE period_start < CAST($last AS TIMESTAMP) AND period_end > CAST($first AS TIMESTAMP)
+ORDER BY provider, commitment_id"""
 
 
 def _copy(con: duckdb.DuckDBPyConnection, sql: str, params: dict, path: Path, fmt: str) -> None:
@@ -198,8 +275,12 @@ def export_focus(con: duckdb.DuckDBPyConnection, out: Path, fmt: str = "parquet"
         written.append((path, rows))
     if spec == "1.3" and written:
         path = out / f"focus_contract_commitment.{fmt}"
-        _copy(con, COMMITMENT_SQL, {}, path, fmt)
-        written.append((path, 0))
+        bounds = {"first": f"{months[0]}-01", "last": f"{months[-1]}-01"}
+        bounds["last"] = con.execute("SELECT CAST(CAST($d AS DATE) + INTERVAL 1 MONTH AS DATE)::VARCHAR",
+                                     {"d": bounds["last"]}).fetchone()[0]
+        _copy(con, COMMITMENT_SQL, bounds, path, fmt)
+        rows = con.execute(f"SELECT count(*) FROM ({COMMITMENT_SQL})", bounds).fetchone()[0]
+        written.append((path, rows))
     return written
 
 
