@@ -85,6 +85,13 @@ AWS_FIELDS: dict[str, tuple[str, ...]] = {
     "pricing_model": ("pricing_term", "pricing/term"),
     "product": ("product",),
     "tags": ("resource_tags",),
+    # the amortized cost of an hour a reserved instance or a savings plan covers (AWS CUR data
+    # dictionary, "Reservation details" / "Savings Plans details": reservation/EffectiveCost on
+    # DiscountedUsage lines, whose unblended cost is 0; savingsPlan/SavingsPlanEffectiveCost on
+    # SavingsPlanCoveredUsage lines, whose unblended cost is the on-demand cost that a
+    # SavingsPlanNegation line takes back)
+    "ri_effective_cost": ("reservation_effective_cost", "reservation/EffectiveCost"),
+    "sp_effective_cost": ("savings_plan_savings_plan_effective_cost", "savingsPlan/SavingsPlanEffectiveCost"),
 }
 AWS_REQUIRED = ("usage_start", "usage_end", "charge_type", "service", "sku", "quantity", "cost", "currency")
 
@@ -144,9 +151,12 @@ class Cloud:
 
 
 # The compute lines kept to price self-hosted nodes (issue 25 item 4), each with a resource id: on-demand
-# and spot instance hours only (AWS line type 'Usage'; Azure ChargeType 'Usage' not under a reservation
-# or savings plan; GCP cost_type 'regular'): hours a reservation or savings plan covers bill their money
-# elsewhere (an RI fee, a negation line), so those hours keep the catalog price. A node is a GPU node
+# and spot instance hours (AWS line type 'Usage'; Azure ChargeType 'Usage' not under a reservation or
+# savings plan; GCP cost_type 'regular'), and the AWS hours a reserved instance or a savings plan covers
+# when the export has their amortized cost (DiscountedUsage with reservation_effective_cost,
+# SavingsPlanCoveredUsage with savings_plan_savings_plan_effective_cost: amortized_cost_usd, which
+# prices the hour). Other covered hours bill their money elsewhere (an RI fee, a negation line, an
+# Azure reservation's Purchase), so those hours keep the catalog price. A node is a GPU node
 # (nodes.csv gpu_type), so AWS keeps accelerated instance families only (p, g, gr, trn, inf, dl: p5,
 # g6e, trn2, ...) and Azure the N series (NC, ND, NG, NV): an hourly CUR of a large CPU fleet has millions
 # of BoxUsage lines, which stay skipped. GCP bills one VM in several lines (cores, memory, GPUs) whose
@@ -156,7 +166,7 @@ class Cloud:
 # credits.
 NARROW_FIELDS = ("billing_period", "account_id", "usage_start", "usage_end", "charge_type", "pricing_model",
                  "service", "sku", "sku_id", "sub_category", "operation", "region", "resource_id", "quantity", "unit",
-                 "cost", "currency")
+                 "cost", "currency", "ri_effective_cost", "sp_effective_cost")
 _HAS_RESOURCE = "nullif(trim(resource_id), '') IS NOT NULL"
 # Azure PricingModel values of usage a reservation or savings plan covers
 _BENEFIT_PRICING = "('reservation', 'savingsplan', 'savings plan')"
@@ -170,7 +180,9 @@ CLOUDS = {
                  "OR (contains(sku, 'MP:') AND contains(lower(product), 'bedrock'))",
                  # EC2 instance hours: 'USE1-BoxUsage:p5.48xlarge', 'BoxUsage:...' (us-east-1), Spot, Dedicated
                  "service = 'AmazonEC2'",
-                 f"{_HAS_RESOURCE} AND coalesce(nullif(trim(charge_type), ''), 'Usage') = 'Usage' "
+                 f"{_HAS_RESOURCE} AND (coalesce(nullif(trim(charge_type), ''), 'Usage') = 'Usage' "
+                 "OR (trim(charge_type) = 'DiscountedUsage' AND nullif(trim(ri_effective_cost), '') IS NOT NULL) "
+                 "OR (trim(charge_type) = 'SavingsPlanCoveredUsage' AND nullif(trim(sp_effective_cost), '') IS NOT NULL)) "
                  "AND regexp_matches(sku, '(^|-)(BoxUsage|SpotUsage|DedicatedUsage):(p|g|gr|trn|inf|dl)[0-9]')",
                  "aws.ec2_instance_hours"),
     "azure": Cloud("azure", "bills/azure", AZURE_FIELDS, AZURE_REQUIRED,
@@ -836,6 +848,11 @@ def _checks(cloud: Cloud) -> list[tuple[str, str, str]]:
         (f["quantity"], "q < 0 AND kind = 'usage'", "'negative usage amount ' || trim(quantity) || ' on a ' || ct || ' line'"),
         (end_field, "ts_end < ts_start", "'usage period ends before it starts'"),
     ]
+    if cloud.name == "aws":  # an amortized cost that is there must be a number (it prices the hour)
+        out += [(f[k], f"{v} IS NULL AND ct = {_lit(t)} AND nullif(trim({k}), '') IS NOT NULL",
+                 _lit(f[k] + ": not a number: '") + f" || {k} || ''''")
+                for k, v, t in (("ri_effective_cost", "ri_eff", "DiscountedUsage"),
+                                ("sp_effective_cost", "sp_eff", "SavingsPlanCoveredUsage"))]
     return out
 
 
@@ -874,6 +891,7 @@ def _typed_lines(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext
             SELECT a.*, ts.ts AS ts_start, tb.ts AS ts_period, te.ts AS ts_end_read,
                    {_NUM.format(c='a.quantity')} AS q, {_NUM.format(c='a.cost')} AS k,
                    {_NUM.format(c='a.net_cost')} AS net_raw,
+                   {_NUM.format(c='a.ri_effective_cost')} AS ri_eff, {_NUM.format(c='a.sp_effective_cost')} AS sp_eff,
                    upper(trim(a.currency)) AS cur, fx.rate,
                    r.kind, r.per, r.model AS r_model, r.bucket, r.tier, r.deployment_type, r.long_context, r.rule, r.reason,
                    coalesce(nullif(trim(a.charge_type), ''), 'Usage') AS ct,
@@ -933,7 +951,9 @@ def _typed_lines(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext
                    k AS cost, cur AS currency, rate AS fx_usd_per_unit, {usd('k')} AS cost_usd,
                    {net} AS net_cost_usd, {usd('credits_raw')} AS credits_usd,
                    r_model AS model, bucket, tier, deployment_type, long_context, rule, reason AS unattributed_reason, team,
-                   {cost_basis} AS cost_basis, nullif(trim(reservation_id), '') AS reservation_id
+                   {cost_basis} AS cost_basis, nullif(trim(reservation_id), '') AS reservation_id,
+                   CASE WHEN ct = 'DiscountedUsage' THEN {usd('ri_eff')}
+                        WHEN ct = 'SavingsPlanCoveredUsage' THEN {usd('sp_eff')} END AS amortized_cost_usd
             FROM typed WHERE len(reasons) = 0
         )
         SELECT *, CAST(row_number() OVER (PARTITION BY {key} ORDER BY line) AS INTEGER) AS key_occurrence

@@ -867,6 +867,10 @@ CLOUD_BILL_LINES = Table(
             in_set("cost_basis", ("actual", "amortized"), "a known cost basis")),
         col("reservation_id", "VARCHAR", "Azure ReservationId: the reservation the line's charge belongs to (a "
                                          "reserved PTU's purchase, its usage); NULL when the export names none"),
+        col("amortized_cost_usd", "DECIMAL(38,10)", "AWS: the amortized cost of an hour a reserved instance or savings "
+                                                   "plan covers (reservation_effective_cost on DiscountedUsage lines, "
+                                                   "savings_plan_savings_plan_effective_cost on SavingsPlanCoveredUsage "
+                                                   "lines), in USD; NULL on every other line"),
     ),
     key=(*_CLOUD_KEY, "cost_basis", "key_occurrence"),
     day=("usage_start", "usage_end"),

@@ -6,7 +6,8 @@
 -- Invoice-priced hours (issue 25 item 4): a node whose nodes.csv cloud_resource_id matches
 -- (case-insensitively, trimmed) the resource id of cloud invoice compute lines (stg.cloud_bill_lines
 -- with bucket 'instance_hours': EC2 instance hours, Azure VM hours, Compute Engine lines) is paid
--- what those lines bill. Each line's cost_usd, in integer micro-USD (rounded half away from zero),
+-- what those lines bill. Each line's cost (cost_usd; for an AWS hour a reserved instance or a savings
+-- plan covers, its amortized cost, amortized_cost_usd), in integer micro-USD (rounded half away from zero),
 -- is spread over the node-hours its usage period covers, in proportion to the microseconds of the
 -- period inside each active node-hour, by largest remainder (ties: node, hour), so the shares add
 -- up to the line exactly; a node-hour's cost is the sum of its shares (node_cost_source 'invoice',
@@ -46,7 +47,7 @@ sheet_price AS (
 invoice_lines AS (
     -- the compute lines of a node's resource, in micro-USD
     SELECT l.file_id, l.line, l.usage_start, l.usage_end, s.node_id,
-           CAST(round(l.cost_usd * 1000000) AS HUGEINT) AS line_micro_usd
+           CAST(round(coalesce(l.amortized_cost_usd, l.cost_usd) * 1000000) AS HUGEINT) AS line_micro_usd
     FROM stg.cloud_bill_lines l
     JOIN spans s ON s.resource_key = lower(trim(l.resource_id))
     WHERE l.bucket = 'instance_hours' AND l.usage_end > l.usage_start

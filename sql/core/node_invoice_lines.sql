@@ -7,7 +7,9 @@
 -- unit, e.g. GCP memory in byte-seconds). in_node_hours: the line's usage period overlaps the
 -- node's active period, so its whole cost is in core.node_hours_cost (spread over those hours);
 -- false: the node was not active then and the money is in no node-hour; node_id NULL: no node
--- names the resource.
+-- names the resource. cost_usd: what the hours cost, amortized: the line's cost, or for an AWS hour a
+-- reserved instance or a savings plan covers (DiscountedUsage, SavingsPlanCoveredUsage) its
+-- amortized cost (stg.cloud_bill_lines.amortized_cost_usd), not its unblended 0 or on-demand cost.
 -- @kind: full
 -- @grain: one row per compute line x node naming its resource (one row with node_id NULL when none)
 WITH data_end AS (
@@ -21,7 +23,7 @@ nodes AS (
 ),
 lines AS (
     SELECT file_id, line, cloud, resource_id, usage_start, usage_end, charge_kind, service, sku, quantity, unit,
-           cost_usd, currency, lower(trim(unit)) AS unit_key
+           coalesce(amortized_cost_usd, cost_usd) AS cost_usd, currency, lower(trim(unit)) AS unit_key
     FROM stg.cloud_bill_lines
     WHERE bucket = 'instance_hours'
 ),

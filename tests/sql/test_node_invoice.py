@@ -328,3 +328,52 @@ def test_a_nightly_run_that_lands_the_invoice_reprices_the_nodes_as_a_full_rebui
     assert rows(con, "SELECT sum(cost_usd) FROM marts.node_hours WHERE node_id = 'gpu-p5-a'") == [(D("323.200001"),)]
     con.close()
     _same_as_full(wh, land, tmp_path)
+
+
+def test_reserved_and_savings_plan_hours_are_priced_at_their_amortized_cost(tmp_path):
+    """A p5 node (8 x H100, catalog 6.00 per GPU-hour) bought as a reserved instance and under a savings
+    plan. The CUR writes its covered hours as DiscountedUsage (unblended cost 0; the hour's amortized
+    cost in reservation_effective_cost) and SavingsPlanCoveredUsage (unblended cost = the on-demand
+    55.04, taken back by a SavingsPlanNegation line; the amortized cost in
+    savings_plan_savings_plan_effective_cost): the AWS CUR data dictionary's "Reservation details" and
+    "Savings Plans details" columns, CUR 2.0 spelling. Worked by hand:
+    * 00-01 DiscountedUsage, effective 31.464 -> 31,464,000 micro-USD, 31.464 / 8 = 3.933 per GPU-hour;
+    * 01-02 SavingsPlanCoveredUsage, effective 38.528 (not the 55.04 unblended) -> 38,528,000, 4.816;
+    * 02-03 DiscountedUsage with no effective cost written: its money is elsewhere (the RI fee), the
+      line is skipped and the hour keeps the catalog price, 8 x 6.00 = 48,000,000;
+    * 03-04 DiscountedUsage with effective cost 'n/a': quarantined, named; the hour keeps the catalog price.
+    Node: 31.464 + 38.528 + 48 + 48 = 165.992. The negation line is no compute line: skipped.
+    Accounting: 5 lines in = 2 loaded + 1 quarantined + 2 skipped."""
+    land = tmp_path / "landing"
+    cur = land / "bills" / "aws" / "ri" / "data" / "BILLING_PERIOD=2026-06" / "ri-00001.csv"
+    cur.parent.mkdir(parents=True)
+
+    def line(h: int, line_type: str, unblended: str, ri: str = "", sp: str = "", usage_type: str = "USE1-BoxUsage:p5.48xlarge") -> str:
+        return (f"2026-06-01T00:00:00.000Z,,111122223333,2026-06-10T{h:02d}:00:00.000Z,2026-06-10T{h + 1:02d}:00:00.000Z,"
+                f"{line_type},AmazonEC2,{usage_type},RunInstances,1,{unblended},{unblended},USD,i-0r,,us-east-1,Hrs,"
+                f"Reserved,{{}},{{}},{ri},{sp}\n")
+    cur.write_text(CUR_HEADER + ",reservation_effective_cost,savings_plan_savings_plan_effective_cost\n"
+                   + line(0, "DiscountedUsage", "0", ri="31.464")
+                   + line(1, "SavingsPlanCoveredUsage", "55.04", sp="38.528")
+                   + line(1, "SavingsPlanNegation", "-16.512")
+                   + line(2, "DiscountedUsage", "0")
+                   + line(3, "DiscountedUsage", "0", ri="n/a"))
+    (land / "catalog").mkdir(parents=True)
+    (land / "catalog" / "nodes.csv").write_text(
+        "node_id,provider,gpu_type,gpus,model,precision,usd_per_gpu_hour,active_from,active_to,cloud_resource_id\n"
+        "gpu-p5-r,aws,H100,8,qwen3-32b,fp8,6.00,2026-06-10T00:00:00Z,2026-06-10T04:00:00Z,i-0r\n")
+    (land / "telemetry" / "requests").mkdir(parents=True)
+    (land / "telemetry" / "requests" / "calls.jsonl").write_text(json.dumps(CALLS[0] | {"node_id": "gpu-p5-r"}) + "\n")
+    con, _ = build_warehouse(land, tmp_path / "w.duckdb")
+    assert rows(con, "SELECT rows_in, rows_loaded, rows_duplicate, rows_quarantined, rows_skipped FROM ops.ingested_files "
+                     "WHERE folder = 'bills/aws'") == [(5, 2, 0, 1, 2)]
+    assert rows(con, "SELECT line, field, reason FROM ops.quarantine") == [
+        (6, "reservation_effective_cost", "reservation_effective_cost: not a number: 'n/a'")]
+    assert rows(con, "SELECT charge_type, cost_usd, amortized_cost_usd FROM stg.cloud_bill_lines ORDER BY line") == [
+        ("DiscountedUsage", D("0"), D("31.464")), ("SavingsPlanCoveredUsage", D("55.04"), D("38.528"))]
+    got = {h: r for h, *r in rows(con, "SELECT hour, cost_micro_usd, usd_per_gpu_hour, node_cost_source "
+                                       "FROM core.node_hours_cost ORDER BY hour")}
+    assert got == {hour(0): [31_464_000, D("3.933"), "invoice"], hour(1): [38_528_000, D("4.816"), "invoice"],
+                   hour(2): [48_000_000, D("6"), "catalog"], hour(3): [48_000_000, D("6"), "catalog"]}
+    assert rows(con, "SELECT sum(cost_usd) FROM marts.node_hours") == [(D("165.992"),)]
+    con.close()
