@@ -155,8 +155,10 @@ class Cloud:
 # savings plan; GCP cost_type 'regular'), and the AWS hours a reserved instance or a savings plan covers
 # when the export has their amortized cost (DiscountedUsage with reservation_effective_cost,
 # SavingsPlanCoveredUsage with savings_plan_savings_plan_effective_cost: amortized_cost_usd, which
-# prices the hour). Other covered hours bill their money elsewhere (an RI fee, a negation line, an
-# Azure reservation's Purchase), so those hours keep the catalog price. A node is a GPU node
+# prices the hour), and the Azure hours under a reservation or savings plan of the amortized dataset
+# (PricingModel Reservation / SavingsPlan with a cost: their prorated share). Other covered hours bill
+# their money elsewhere (an RI fee, a negation line, an Azure Purchase; the actual dataset bills the
+# hour at 0), so those hours keep the catalog price. A node is a GPU node
 # (nodes.csv gpu_type), so AWS keeps accelerated instance families only (p, g, gr, trn, inf, dl: p5,
 # g6e, trn2, ...) and Azure the N series (NC, ND, NG, NV): an hourly CUR of a large CPU fleet has millions
 # of BoxUsage lines, which stay skipped. GCP bills one VM in several lines (cores, memory, GPUs) whose
@@ -192,7 +194,10 @@ CLOUDS = {
                    "lower(trim(service)) = 'virtual machines'",
                    f"{_HAS_RESOURCE} "
                    "AND lower(coalesce(nullif(trim(charge_type), ''), 'usage')) = 'usage' "
-                   f"AND lower(coalesce(trim(pricing_model), '')) NOT IN {_BENEFIT_PRICING} "
+                   # an hour a reservation or savings plan covers: kept from the amortized dataset only,
+                   # where it carries its prorated cost (the actual dataset bills it at 0)
+                   f"AND (lower(coalesce(trim(pricing_model), '')) NOT IN {_BENEFIT_PRICING} "
+                   "     OR coalesce(TRY_CAST(trim(cost) AS DECIMAL(38,10)), 0) > 0) "
                    "AND (regexp_matches(trim(coalesce(sku, '')), '^(Standard_)?N[CDGV]') "
                    "     OR regexp_matches(trim(coalesce(sub_category, '')), '^N[CDGV]'))",
                    "azure.virtual_machine"),

@@ -244,20 +244,25 @@ def test_which_compute_lines_are_kept(tmp_path):
     assert kept == {k for k, v in aws.items() if v}
     assert parsed.skipped == sum(not v for v in aws.values()) and parsed.rejects == []
 
-    azure = {  # MeterName, MeterSubCategory, PricingModel -> kept
-        ("NC24ads A100 v4", "NCadsA100v4 Series", "OnDemand"): True,
-        ("NV36ads A10 v5", "NVadsA10 v5 Series", "Spot"): True,
-        ("ND96isr H100 v5", "NDsr H100 v5 Series", "Reservation"): False,  # the reservation's hours
-        ("D4s v5", "Dsv5 Series", "OnDemand"): False,  # not an N-series VM
+    azure = {  # MeterName, MeterSubCategory, PricingModel, cost -> kept
+        ("NC24ads A100 v4", "NCadsA100v4 Series", "OnDemand", "10.00"): True,
+        ("NV36ads A10 v5", "NVadsA10 v5 Series", "Spot", "10.00"): True,
+        # a reservation's hours: at 0 in the actual-cost dataset (the money is the Purchase line), with
+        # their prorated share in the amortized dataset, which prices them
+        ("ND96isr H100 v5", "NDsr H100 v5 Series", "Reservation", "0"): False,
+        ("ND96isr H100 v5", "NDsr H100 v5 Series", "Reservation", "8.50"): True,
+        ("D4s v5", "Dsv5 Series", "OnDemand", "10.00"): False,  # not an N-series VM
     }
     az = tmp_path / "az.csv"
     az.write_text("SubscriptionId,Date,ChargeType,PricingModel,MeterCategory,MeterSubCategory,MeterName,Quantity,"
                   "UnitOfMeasure,CostInBillingCurrency,BillingCurrency,ResourceId\n" + "".join(
-                      f"sub-1,06/10/2026,Usage,{pm},Virtual Machines,{sub},{meter},24,1 Hour,10.00,USD,/vm/{i}\n"
-                      for i, (meter, sub, pm) in enumerate(azure)))
+                      f"sub-1,06/10/2026,Usage,{pm},Virtual Machines,{sub},{meter},24,1 Hour,{cost},USD,/vm/{i}\n"
+                      for i, (meter, sub, pm, cost) in enumerate(azure)))
     parsed = parse_path(az, "bills/azure/az.csv", ParseContext(dt.datetime(2026, 7, 1)), "azure")
-    assert {r["sku"] for r in parsed.rows.to_pylist()} == {k[0] for k, v in azure.items() if v}
+    assert {(r["sku"], r["pricing_model"], r["cost"]) for r in parsed.rows.to_pylist()} == {
+        (k[0], k[2], D(k[3])) for k, v in azure.items() if v}
     assert {r["bucket"] for r in parsed.rows.to_pylist()} == {"instance_hours"}
+    assert {r["cost_basis"] for r in parsed.rows.to_pylist() if r["pricing_model"] == "Reservation"} == {"amortized"}
     assert parsed.skipped == 2
 
 
