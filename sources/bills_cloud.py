@@ -190,7 +190,12 @@ CLOUDS = {
     "azure": Cloud("azure", "bills/azure", AZURE_FIELDS, AZURE_REQUIRED,
                    "lower(service) IN ('foundry models', 'azure openai', 'azure ai foundry models') "
                    "OR (lower(service) = 'cognitive services' AND (contains(lower(coalesce(sub_category, '')), 'openai') "
-                   "    OR contains(lower(coalesce(product_name, '')), 'openai')))",
+                   "    OR contains(lower(coalesce(product_name, '')), 'openai'))) "
+                   # a purchase (a reserved PTU) may have blank meter columns ("Purchases and Marketplace
+                   # usage might be shown as blank or unassigned": Microsoft's EA / MCA cost details schema
+                   # for MeterCategory, MeterSubCategory, MeterName): its product names the service
+                   "OR (nullif(trim(service), '') IS NULL AND (contains(lower(coalesce(product_name, '')), 'openai') "
+                   "    OR contains(lower(coalesce(product_name, '')), 'foundry')))",
                    "lower(trim(service)) = 'virtual machines'",
                    f"{_HAS_RESOURCE} "
                    "AND lower(coalesce(nullif(trim(charge_type), ''), 'usage')) = 'usage' "
@@ -941,13 +946,15 @@ def _typed_lines(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext
     dependent = ("lower(ct) IN ('purchase', 'unusedreservation', 'unusedsavingsplan') "
                  f"OR lower(coalesce(trim(pricing_model), '')) IN {_BENEFIT_PRICING}")
     cost_basis = f"CASE WHEN {dependent} THEN {_lit(basis)} END" if basis else "NULL::VARCHAR"
+    # an Azure purchase with a blank MeterCategory (see the Azure ai_filter): its ProductName stands in
+    service = "coalesce(nullif(trim(service), ''), trim(product_name))" if az else "trim(service)"
     rows = con.sql(f"""
         WITH good AS (
             SELECT line, {_lit(cloud.name)} AS cloud, {provider} AS provider,
                    CAST(date_trunc('month', coalesce(ts_period, ts_start)) AS DATE) AS billing_period,
                    nullif(invoice_id, '') AS invoice_id, nullif(account_id, '') AS account_id,
                    ts_start AS usage_start, ts_end AS usage_end, ct AS charge_type, kind AS charge_kind,
-                   nullif(pricing_model, '') AS pricing_model, trim(service) AS service, trim(coalesce(sku, '')) AS sku,
+                   nullif(pricing_model, '') AS pricing_model, {service} AS service, trim(coalesce(sku, '')) AS sku,
                    coalesce({sku_id}, nullif(operation, '')) AS sku_id,
                    nullif(operation, '') AS operation, nullif(lower(trim(region)), '') AS region,
                    nullif(resource_id, '') AS resource_id, nullif(principal, '') AS principal, tags_json,

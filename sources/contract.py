@@ -828,7 +828,8 @@ CLOUD_BILL_LINES = Table(
         req("charge_kind", "VARCHAR", f"normalised: {', '.join(CHARGE_KINDS)}",
             in_set("charge_kind", CHARGE_KINDS, "a known charge kind")),
         col("pricing_model", "VARCHAR", "Azure PricingModel (OnDemand, Reservation, ...); AWS pricing term"),
-        req("service", "VARCHAR", "line_item_product_code, MeterCategory, service.description"),
+        req("service", "VARCHAR", "line_item_product_code, MeterCategory (ProductName when it is blank, as on an "
+                                  "Azure purchase), service.description"),
         req("sku", "VARCHAR", "line_item_usage_type, MeterName, sku.description: what the rules read"),
         col("sku_id", "VARCHAR", "GCP sku.id, Azure MeterSubCategory / ProductName, AWS line_item_operation"),
         col("operation", "VARCHAR", "line_item_operation"),

@@ -219,7 +219,9 @@ def invoiced(tmp_path_factory) -> duckdb.DuckDBPyConnection:
     row = dict(zip(head, ptu, strict=True)) | {"Date": "06/01/2026", "ChargeType": "Purchase", "PricingModel": "Reservation",
                                                "Quantity": "1", "UnitOfMeasure": "1/Month", "CostInBillingCurrency": "500.00",
                                                "EffectivePrice": "500.00", "UnitPrice": "500.00",
-                                               "ReservationId": RESERVATION}
+                                               "ReservationId": RESERVATION,
+                                               # "Purchases ... might be shown as blank" (the EA / MCA schema)
+                                               "MeterCategory": "", "MeterSubCategory": "", "MeterName": "", "MeterId": ""}
     out = landing / "bills" / "azure" / "monthly" / "thinktax-purchases" / "20260601-20260630" / "part_0_0001.csv"
     out.parent.mkdir(parents=True)
     with out.open("w", newline="") as f:
