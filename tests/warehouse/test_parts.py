@@ -568,3 +568,35 @@ def test_the_key_hashes_of_a_run_find_every_duplicate_and_conflict_the_stored_ke
 def _late_line(name: str, k: int) -> str:
     return json.dumps({"ts": dt.datetime.combine(SPEC.day(1), dt.time(12)).isoformat() + "Z", "request_id": f"{name}-{k}",
                        "model": "o3", "provider": "openai", "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+
+
+def test_staged_bounds_are_the_min_and_max_a_scan_finds(landing: Path, tmp_path: Path):
+    """warehouse.parts.staged_bounds (the plan's first and last day of calls) reads the Parquet
+    statistics of stg.requests' files and its pending rows: the same values as min() / max() over
+    every row, for files of several builds and rows still pending; None when a row group has no
+    statistics for the column (an all-NULL column), so that the caller scans instead."""
+    land = _fresh_landing(landing, tmp_path)
+    wh = tmp_path / "wh" / "thinktax.duckdb"
+    _run(wh, land, "one")
+    _late(land, "late", 0)  # a file of day 0: in its own, later file; the bounds do not move
+    _run(wh, land, "two")
+    b = Build(wh, "three")
+    b.start(Config().settings_row())
+    with b.connect() as con:
+        assert len(_staged_files(con)) == 2
+        for col in ("ts", "latency_ms", "request_id"):
+            assert parts.staged_bounds(con, "stg.requests", col) == tuple(
+                con.execute(f"SELECT min({col}), max({col}) FROM stg.requests").fetchall()[0]), col
+        # pending rows (an ingest under way): they count too, past the files' last day
+        later = dt.datetime.combine(SPEC.day(SPEC.days + 5), dt.time(9, 30, 0, 123456))
+        con.execute("INSERT INTO stg.requests__pending BY NAME SELECT * REPLACE (? AS ts, 'p-1' AS request_id) "
+                    "FROM stg.requests LIMIT 1", [later])
+        assert parts.staged_bounds(con, "stg.requests", "ts") == (
+            con.execute("SELECT min(ts) FROM stg.requests").fetchall()[0][0], later)
+        assert incremental._call_days(con) == (SPEC.day(0), later.date())
+        # every call of the generated days is API traffic or self-hosted: node_id is NULL in some row
+        # groups and set in others; a row group of NULLs has no statistics: no answer, the caller scans
+        if con.execute("SELECT count(*) FROM stg.requests WHERE request_id LIKE 'late-%' AND node_id IS NULL").fetchall()[0][0]:
+            assert parts.staged_bounds(con, "stg.requests", "node_id") is None
+        assert parts.staged_bounds(con, "stg.requests", "no_such_column") is None
+    b.abandon()
