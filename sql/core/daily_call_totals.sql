@@ -10,11 +10,14 @@
 -- cost_usd (tests/commands/test_focus_validator.py checks it on every call of the demo); a call paid
 -- by provisioned throughput (price_basis 'provisioned') costs 0 per token, so its buckets cost 0
 -- (core.call_costs.on_demand_cost_usd keeps what they would have cost on demand).
+-- on_demand_cost_usd: the exact sum of core.call_costs.on_demand_cost_usd (API calls at the per-token
+-- price of their basis, provisioned ones at what they would have cost on demand; NULL for
+-- self-hosted calls), so that marts.commitments reads this table, not every call of its months.
 -- @kind: incremental_by_day
 -- @grain: day x team x tier x serving x provider x model x price_version_id x price_basis x priced
 WITH calls AS (
     SELECT day, team, tier, serving, provider, model, price_version_id, price_basis,
-           cost_usd IS NOT NULL AS priced, total_tokens, cost_usd,
+           cost_usd IS NOT NULL AS priced, total_tokens, cost_usd, on_demand_cost_usd,
            uncached_input_tokens, cached_input_tokens, cache_write_tokens - coalesce(cache_write_1h_tokens, 0) AS cache_write_5m_tokens,
            coalesce(cache_write_1h_tokens, 0) AS cache_write_1h_tokens, thinking_tokens, output_tokens,
            coalesce(web_search_requests, 0) AS web_search_requests,
@@ -48,7 +51,8 @@ final AS (
            sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.w1 END) AS cache_write_1h_cost_usd,
            sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.r END) AS thinking_cost_usd,
            sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.o END) AS output_cost_usd,
-           sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.f END) AS request_fees_usd
+           sum(CASE WHEN price_basis = 'provisioned' THEN 0 ELSE bucket_cost.f END) AS request_fees_usd,
+           sum(on_demand_cost_usd) AS on_demand_cost_usd
     FROM calls
     GROUP BY ALL
 )

@@ -78,10 +78,11 @@ commitments AS (
     FROM offer
 ),
 calls AS (
-    -- only the months some commitment row is for (a night reads none of the older history's calls;
-    -- none at all without commitments), summed per raw provider and model before the keys are made
+    -- only the months some commitment row is for, summed per raw provider and model before the keys
+    -- are made; from the calls summed per day (core.daily_call_totals.on_demand_cost_usd: the exact
+    -- sum of core.call_costs.on_demand_cost_usd), not from every call of those months
     SELECT provider, model, CAST(date_trunc('month', day) AS DATE) AS month, sum(on_demand_cost_usd) AS on_demand_cost_usd
-    FROM core.call_costs
+    FROM core.daily_call_totals
     WHERE serving = 'api'
       AND day >= (SELECT min(month) FROM commitments)
       AND day < (SELECT max(month) FROM commitments) + INTERVAL 1 MONTH
