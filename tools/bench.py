@@ -16,8 +16,9 @@ What it does, one phase after another in this process (data from :mod:`synthetic
    shown too, without a ratio;
 4. nightly: the warehouse-level run a night does (``Build.start`` = copy of the published
    file, ingest of a landing folder holding the history plus one new day, the incremental
-   plan and ``build_all`` by it, the SQL checks, ``publish``), once on a warehouse holding 1x history (the last quarter of
-   the history files) and once on 4x history (all of them);
+   plan and ``build_all`` by it, the SQL checks, ``publish``), on a warehouse holding 1x history (the last quarter of
+   the history files) and on 4x history (all of them), each ``--night-repeats`` times (3), alternating,
+   from the same warehouse; the fastest night of each is shown, with every night's total;
 5. a cloud invoice (issue 25): an AWS CUR 2.0 CSV of ``--cur-lines`` lines (2,000,000, 1 % Bedrock,
    tools/bench_cloud_cur.py) read whole by DuckDB's ``read_csv`` and ingested by ``Ingestor``, each in
    a fresh process, with its peak resident memory; a ``target:`` line for the ingest at no less than
@@ -269,6 +270,44 @@ def history_copy(source: Path, dest: Path, keep_files: list[str], settings: dict
         con.execute("DETACH src")
         build_all(con)
     build.publish(files_new=0, landing="bench history copy")
+
+
+# Each night is run this many times (1x and 4x alternating, each from the same warehouse: a copy, the
+# last one in place) and the fastest of each is reported: on a shared 2-core machine one night of a few
+# seconds moves by 10-20% from run to run (1.02x and 1.21x in two runs of one commit), more than the
+# 4x / 1x difference the target is about. Every night's total is printed with it.
+NIGHT_REPEATS = 3
+
+
+def nights(results: Results, root: Path, which: list[tuple[str, Path, Path]], settings: dict[str, object],
+           log: Callable[[str], None], repeats: int) -> list[tuple[float, list[float]]]:
+    """``nightly`` ``repeats`` times for each (name, published warehouse, landing), alternating: the
+    earlier ones on a copy of the warehouse (``copy_warehouse``: its Parquet files hard-linked), the
+    last one on the warehouse itself (left published, as with one night). The phase rows of the
+    fastest night of each are added to ``results``, each with the highest peak memory any of its
+    nights had in that phase. Returns (fastest total, every total) per name, in order."""
+    from warehouse.db import copy_warehouse  # noqa: PLC0415
+
+    runs: dict[str, list[tuple[float, Results]]] = {name: [] for name, _, _ in which}
+    for k in range(repeats):
+        for name, published, landing in which:
+            last = k == repeats - 1
+            target = published if last else root / "nights" / f"{name.replace(' ', '_')}_{k}" / published.name
+            if not last:
+                copy_warehouse(published, target)
+            sink = Results()
+            runs[name].append((nightly(sink, name, target, landing, settings, log), sink))
+            if not last:
+                shutil.rmtree(target.parent, ignore_errors=True)
+    out = []
+    for name, done in runs.items():
+        fastest, best = min(done, key=lambda r: r[0])
+        for row in best.rows:
+            peaks = [p for _, r in done if (p := r.get(row.phase).peak_mib) is not None]
+            row.peak_mib = max(peaks) if peaks else row.peak_mib
+        results.rows.extend(best.rows)
+        out.append((fastest, [t for t, _ in done]))
+    return out
 
 
 def nightly(results: Results, name: str, published: Path, landing: Path, settings: dict[str, object],
@@ -527,7 +566,7 @@ def cloud_cur(results: Results, root: Path, lines: int, log: Callable[[str], Non
 
 
 def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[str], None],
-          engine: str = "duckdb", cur_lines: int = 0) -> Results:
+          engine: str = "duckdb", cur_lines: int = 0, night_repeats: int = NIGHT_REPEATS) -> Results:
     from warehouse.db import Build  # noqa: PLC0415
     from warehouse.ingest import BUILD_COMMIT_EVERY, Ingestor  # noqa: PLC0415
     from warehouse.transform import build_all  # noqa: PLC0415
@@ -611,12 +650,16 @@ def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[
         f"nightly: 1x history = the last {len(hist1)} request file(s), 4x = the last {len(hist4)}, "
         f"new day = {len(data.new_day)} file(s) of {data.new_day_calls:,} calls"
     )
-    t1 = nightly(results, "nightly 1x", wh1, landing1, settings, log)
-    t4 = nightly(results, "nightly 4x", wh4, landing4, settings, log)
+    (t1, all1), (t4, all4) = nights(results, root, [("nightly 1x", wh1, landing1), ("nightly 4x", wh4, landing4)],
+                                    settings, log, night_repeats)
     cpu = lambda prefix: sum(r.cpu_seconds or 0 for r in results.rows if r.phase.startswith(prefix))  # noqa: E731
-    results.rows.append(Row("nightly 1x total", data.new_day_calls, t1, cpu_seconds=cpu("nightly 1x:")))
+    seen = lambda ts: ", ".join(f"{t:.2f}" for t in ts)  # noqa: E731
+    results.rows.append(Row("nightly 1x total", data.new_day_calls, t1, cpu_seconds=cpu("nightly 1x:"),
+                            note=f"the fastest of {len(all1)} nights: {seen(all1)} s" if len(all1) > 1 else ""))
     results.rows.append(Row("nightly 4x total", data.new_day_calls, t4, floor="nightly 1x total",
-                            cpu_seconds=cpu("nightly 4x:"), note="ratio: vs 1x"))
+                            cpu_seconds=cpu("nightly 4x:"),
+                            note=f"ratio: vs 1x; the fastest of {len(all4)} nights: {seen(all4)} s" if len(all4) > 1
+                            else "ratio: vs 1x"))
     if len(hist4) != 4 * len(hist1):
         results.notes.append(f"history is {len(hist4)} vs {len(hist1)} files: 4x is approximate")
 
@@ -727,6 +770,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cur-lines", type=int, default=None,
                    help="lines of the AWS CUR 2.0 file ingested against read_csv (issue 25), default 2,000,000 "
                         "(20,000 with --smoke); 0 skips it")
+    p.add_argument("--night-repeats", type=int, default=NIGHT_REPEATS,
+                   help=f"run each nightly (1x, 4x) this many times and report the fastest (default {NIGHT_REPEATS})")
     p.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",
                    help="spark: also build the marts on a local[2] Spark session over the same staging")
     args = p.parse_args(argv)
@@ -754,7 +799,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         cur_lines = args.cur_lines if args.cur_lines is not None else (20_000 if args.smoke else 2_000_000)
-        results = bench(spec, root, overhead=not args.smoke, log=log, engine=args.engine, cur_lines=cur_lines)
+        results = bench(spec, root, overhead=not args.smoke, log=log, engine=args.engine, cur_lines=cur_lines,
+                        night_repeats=max(1, args.night_repeats))
         print(render(results, spec, header), flush=True)
     finally:
         if not args.keep:
