@@ -58,7 +58,8 @@ from functools import lru_cache
 
 import duckdb
 
-from warehouse import sqltable
+from warehouse import parts, sqltable
+from warehouse.parts import has_table  # noqa: F401 - also imported from here (outlook, economics, transform)
 from warehouse.sqltable import downstream  # the one downstream (issue 27); also imported from here
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 
@@ -194,13 +195,6 @@ def sql_sha(sql: str) -> str:
     return hashlib.sha256(sql.encode("utf-8")).hexdigest()
 
 
-def has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    schema, name = table.split(".")
-    return con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?", [schema, name]
-    ).fetchall()[0][0] > 0
-
-
 def settings_sha(con: duckdb.DuckDBPyConnection) -> str:
     """A digest of ops.settings without the build id (thinktax.toml as the SQL sees it)."""
     if not has_table(con, "ops.settings"):
@@ -305,8 +299,6 @@ def _call_days(con: duckdb.DuckDBPyConnection) -> tuple[dt.date | None, dt.date 
     """The first and the last day of calls: from the Parquet statistics of stg.requests' files
     (warehouse.parts.staged_bounds) when they have them, which costs the same whatever the history,
     else by a scan of every call's ts."""
-    from warehouse import parts  # noqa: PLC0415 - warehouse.parts imports this module
-
     bounds = parts.staged_bounds(con, "stg.requests", "ts") if has_table(con, "ops.storage") else None
     if bounds is None:
         return con.execute("SELECT CAST(min(ts) AS DATE), CAST(max(ts) AS DATE) FROM stg.requests").fetchall()[0]

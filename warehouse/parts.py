@@ -40,8 +40,6 @@ from pathlib import Path
 
 import duckdb
 
-from warehouse.incremental import has_table
-
 SUFFIX = ".parts"
 # Parquet has no 128-bit integer: DuckDB writes HUGEINT as DOUBLE. Stored exactly instead:
 _STORED_AS = {"HUGEINT": "DECIMAL(38,0)", "UHUGEINT": "DECIMAL(38,0)"}
@@ -60,6 +58,15 @@ PENDING_SUFFIX = "__pending"
 
 class PartsDamaged(RuntimeError):
     """A Parquet file the published build lists is missing or not the size it was written with."""
+
+
+def has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether ``schema.table`` exists (a table or a view). Here, not in warehouse.incremental
+    (which re-exports it), so that the plan can ask this module without an import cycle."""
+    schema, name = table.split(".")
+    return con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?", [schema, name]
+    ).fetchall()[0][0] > 0
 
 
 def parts_dir_for(published: Path) -> Path:
