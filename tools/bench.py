@@ -18,7 +18,9 @@ What it does, one phase after another in this process (data from :mod:`synthetic
    file, ingest of a landing folder holding the history plus one new day, the incremental
    plan and ``build_all`` by it, the SQL checks, ``publish``), on a warehouse holding 1x history (the last quarter of
    the history files) and on 4x history (all of them), each ``--night-repeats`` times (3), alternating,
-   from the same warehouse; the fastest night of each is shown, with every night's total;
+   from the same warehouse; the fastest night of each is shown, with every night's total; with
+   ``--engine spark`` the 4x night once more on a local Spark session on the shared layout
+   (``spark nightly 4x``: the per-call tables attached over their files, the plan's days written);
 5. a cloud invoice (issue 25): an AWS CUR 2.0 CSV of ``--cur-lines`` lines (2,000,000, 1 % Bedrock,
    tools/bench_cloud_cur.py) read whole by DuckDB's ``read_csv`` and ingested by ``Ingestor``, each in
    a fresh process, with its peak resident memory; a ``target:`` line for the ingest at no less than
@@ -662,6 +664,8 @@ def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[
                             else "ratio: vs 1x"))
     if len(hist4) != 4 * len(hist1):
         results.notes.append(f"history is {len(hist4)} vs {len(hist1)} files: 4x is approximate")
+    if engine == "spark":  # the same 4x night on a local Spark session, on the warehouse's own layout
+        spark_night(results, root, wh4, landing4, settings, log)
 
     # 4. a cloud invoice (issue 25)
     if cur_lines:
@@ -707,6 +711,68 @@ def spark_marts(results: Results, con: duckdb.DuckDBPyConnection, root: Path, lo
         row.rows = built["core.call_costs"][0]
         row.note = f"{len(built)} tables; ratio: vs DuckDB"
     spark.stop()
+
+
+def spark_night(results: Results, root: Path, published: Path, landing: Path, settings: dict[str, object],
+                log: Callable[[str], None]) -> None:
+    """--engine spark: the 4x night again, its models built by a local Spark session through the
+    ``SparkEngine`` on the shared layout (warehouse/spark/shared.py): the per-call tables attached
+    over the warehouse's Parquet files, only the plan's days written. It starts from a copy of the
+    4x history without the new day (``history_copy``, as the nights' warehouses are made), so it
+    ingests and builds the same night; the ingest runs on this machine (DuckDB), as in the
+    bench's other nights.''"
+    from warehouse import incremental  # noqa: PLC0415
+    from warehouse.db import Build  # noqa: PLC0415
+    from warehouse.spark.engine import SparkEngine  # noqa: PLC0415
+    from warehouse.sqltable import load_tables  # noqa: PLC0415
+
+    name = "spark nightly 4x"
+    history = [r for r in results.rows if r.phase == "nightly 4x: rebuild"]
+    # the DuckDB nights left the 4x warehouse with the new day in it: a copy of its history alone
+    # (history_copy, as the nights' warehouses were made) is the warehouse the Spark night starts from
+    wh = root / "wh" / "history4x_spark.duckdb"
+    log("spark night: preparing the 4x history warehouse ...")
+    new_day = {p.name for p in (root / "new_day").rglob("*") if p.is_file()}
+    rel = [p.relative_to(landing).as_posix() for p in sorted(landing.rglob("*.jsonl*")) if p.name not in new_day]
+    history_copy(published, wh, rel, settings)
+    build = Build(wh, "sparknight")
+    with phase(results, f"{name}: copy published", log=log) as row:
+        build.start(settings)
+        row.rows = wh.stat().st_size // (1 << 20)
+    con = _quiet(build.connect())
+    eng = SparkEngine("sparknight", warehouse=wh, spark_warehouse=root / "spark_night", ingest="duckdb", progress=log)
+    try:
+        with phase(results, f"{name}: ingest new day (DuckDB)", log=log) as row:
+            summary = eng.ingest(con, landing)
+            parts.flush(con, build.build_id)
+            row.rows = summary.total("rows_loaded")
+        with phase(results, f"{name}: session start + attach", log=log) as row:
+            scope = incremental.plan(con, build.build_id, present=eng.present())
+            eng.prepare(con)
+            row.note = eng.seconds.get("attach") and f"attach {eng.seconds['attach']:.2f} s (session {eng.seconds.get('session', 0):.1f} s)" or ""
+        with phase(results, f"{name}: rebuild", floor=history[0].phase if history else None, log=log) as row:
+            for m in load_tables():
+                eng.build(con, m, scope, build.build_id)
+            row.rows = _count(con, "core.calls")
+            row.note = (("full: " + scope.reason) if scope.full else f"incremental: {len(scope.days)} day(s) replaced") + \
+                "; ratio: vs DuckDB's 4x night"
+        written, days, outside = con.execute(
+            "SELECT coalesce(sum(bytes), 0), count(DISTINCT day), count(*) FILTER (WHERE NOT list_contains(?::DATE[], day)) "
+            "FROM ops.part_files WHERE build_id = ? AND table_name <> 'stg.requests' AND day IS NOT NULL",
+            [list(scope.model_days(True)), build.build_id]).fetchall()[0]
+        results.rows.append(Row(f"{name}: Parquet written", int(written) // (1 << 20), 0.0,
+                                note=f"rows = MiB the Spark night wrote: {days} day(s); {outside} file(s) outside the plan's days (+ halo)"))
+        with phase(results, f"{name}: checks", log=log) as row:
+            from warehouse.checks import load_checks  # noqa: PLC0415
+
+            failed = [c.name for c in load_checks() if eng.check(con, c)[0]]
+            row.note = "failed: " + ", ".join(failed) if failed else "all pass"
+    finally:
+        con.close()
+    with phase(results, f"{name}: publish", log=log) as row:
+        build.publish(files_new=len(summary.new_files), landing=str(landing))
+        eng.publish()
+    eng.spark.stop()
 
 
 def _cost_note(published: Path) -> str:

@@ -43,7 +43,8 @@ import duckdb
 SUFFIX = ".parts"
 # Parquet has no 128-bit integer: DuckDB writes HUGEINT as DOUBLE. Stored exactly instead:
 _STORED_AS = {"HUGEINT": "DECIMAL(38,0)", "UHUGEINT": "DECIMAL(38,0)"}
-_PART_DIR = re.compile(r"=(\d{4}-\d{2}-\d{2}|NULL)$")
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # Spark's folder for a NULL partition value (DuckDB's is 'NULL')
+_PART_DIR = re.compile(r"=(\d{4}-\d{2}-\d{2}|NULL|__HIVE_DEFAULT_PARTITION__)$")
 DEFAULT_KEEP_BUILDS = 2
 # zstd: the full rebuild of 1.2M calls took as long with snappy (11.0-11.3 s), and zstd files are smaller
 COMPRESSION = "zstd"
@@ -197,7 +198,20 @@ def write(con: duckdb.DuckDBPyConnection, table: str, key: str, select_sql: str,
     con.execute(f"SET partitioned_write_flush_threshold = {FLUSH_ROWS}")
     con.execute(f"COPY (SELECT {proj} FROM ({select_sql})) TO {_lit(str(out))} (FORMAT parquet, "
                 f"PARTITION_BY ({_q(key)}), WRITE_PARTITION_COLUMNS true, COMPRESSION {COMPRESSION}, FILENAME_PATTERN 'part_{{i}}')")
-    files = sorted(out.rglob("*.parquet"))
+    return register(con, table, key, columns, sorted(out.rglob("*.parquet")), build_id=build_id, days=days, out=out)
+
+
+def register(con: duckdb.DuckDBPyConnection, table: str, key: str, columns: list[tuple[str, str]], files: list[Path], *,
+             build_id: str, days: list[dt.date] | None, out: Path) -> int:
+    """List ``files`` -- this build's new Parquet files of ``table``, each in a ``<name>=<day>`` folder
+    (DuckDB's ``PARTITION_BY`` layout, or Spark's ``partitionBy``, whose NULL folder is
+    ``__HIVE_DEFAULT_PARTITION__``) -- as the table's files of their days, retire the files they
+    replace (``days`` as in ``write``), and remake the view. ``columns``: the table's (name, type),
+    as its SQL makes them in DuckDB. The one bookkeeping of both engines' writes (the Spark engine
+    writes the same layout: warehouse/spark/shared.py). Returns the table's row count."""
+    parts = location(con)
+    assert parts is not None, "register() needs a build's parts folder (ops.storage)"
+    has_build_id = any(n == "build_id" for n, _ in columns)
     counts = {}
     if files:
         counts = dict(con.execute("SELECT file_name, num_rows FROM parquet_file_metadata(?)",
@@ -207,7 +221,7 @@ def write(con: duckdb.DuckDBPyConnection, table: str, key: str, select_sql: str,
         m = _PART_DIR.search(f.parent.name)
         if m is None:
             raise RuntimeError(f"{f}: not in a '{key}=<day>' folder (DuckDB's PARTITION_BY layout changed?)")
-        day = None if m.group(1) == "NULL" else dt.date.fromisoformat(m.group(1))
+        day = None if m.group(1) in ("NULL", HIVE_NULL) else dt.date.fromisoformat(m.group(1))
         new.append((table, day, str(f.relative_to(parts)), int(counts[str(f)]), f.stat().st_size, build_id))
     con.execute("BEGIN")
     try:
@@ -224,8 +238,11 @@ def write(con: duckdb.DuckDBPyConnection, table: str, key: str, select_sql: str,
             con.executemany("INSERT INTO ops.part_files VALUES (?, ?, ?, ?, ?, ?, NULL)", new)
         if not con.execute("SELECT count(*) FROM ops.part_files WHERE table_name = ? AND retired_by IS NULL",
                            [table]).fetchall()[0][0]:
+            out.mkdir(parents=True, exist_ok=True)
             empty = out / "empty.parquet"  # the view needs one file to know its columns
-            con.execute(f"COPY (SELECT {proj} FROM ({select_sql}) LIMIT 0) TO {_lit(str(empty))} (FORMAT parquet)")
+            typed = ", ".join(f"CAST(NULL AS {_STORED_AS.get(t, t)}) AS {_q(n)}"
+                              for n, t in columns if not (n == "build_id" and has_build_id))
+            con.execute(f"COPY (SELECT {typed} LIMIT 0) TO {_lit(str(empty))} (FORMAT parquet)")
             con.execute("INSERT INTO ops.part_files VALUES (?, NULL, ?, 0, ?, ?, NULL)",
                         [table, str(empty.relative_to(parts)), empty.stat().st_size, build_id])
         con.execute("INSERT OR REPLACE INTO ops.part_tables (table_name, key_column, columns, has_build_id, kind) "
@@ -236,6 +253,32 @@ def write(con: duckdb.DuckDBPyConnection, table: str, key: str, select_sql: str,
         con.execute("ROLLBACK")
         raise
     return rows(con, table)
+
+
+def stored_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]] | None:
+    """(name, DuckDB type) of ``table``'s columns as its files were last listed, in its SQL's order;
+    None when it is not stored as Parquet parts."""
+    if not has_table(con, "ops.part_tables"):
+        return None
+    found = con.execute("SELECT columns FROM ops.part_tables WHERE table_name = ? AND kind = 'table'", [table]).fetchall()
+    return [(c["name"], c["type"]) for c in found[0][0]] if found else None
+
+
+def day_folders(con: duckdb.DuckDBPyConnection, table: str) -> dict[dt.date, Path]:
+    """The folder of each day of ``table``'s live files (absolute): a day's files are always in one
+    folder, written by one build (``write`` / ``register``), so a reader that takes folders as
+    partitions (the Spark engine) reads exactly the listed files. The zero-row schema file has no day
+    and is left out. Raises when a day's files are in two folders."""
+    parts = location(con)
+    out: dict[dt.date, Path] = {}
+    if parts is None:
+        return out
+    for day, path in con.execute("SELECT day, path FROM ops.part_files WHERE table_name = ? AND retired_by IS NULL "
+                                 "AND day IS NOT NULL ORDER BY day, path", [table]).fetchall():
+        folder = (parts / path).parent
+        if out.setdefault(day, folder) != folder:
+            raise RuntimeError(f"{table}: the files of {day} are in two folders ({out[day]}, {folder})")
+    return out
 
 
 def is_view(con: duckdb.DuckDBPyConnection, table: str) -> bool:

@@ -78,7 +78,7 @@ def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[t
         if not where.is_dir():
             raise FileNotFoundError(f"no Spark warehouse at {where} (run `thinktax run --engine spark` first)")
         spark = local_session(where)
-        attach(spark, where)
+        attach(spark, where, warehouse)
     df = spark.sql(render_for_spark(spark, args.query))
     return df.columns, [tuple(_spark_value(v) for v in r) for r in df.collect()]
 
@@ -114,8 +114,9 @@ def run(args: argparse.Namespace) -> int:
         if spark_folder is None:
             print(f"thinktax: query failed: {exc}", file=sys.stderr)
             return 1
-        # a Spark run publishes the marts to the DuckDB file but keeps the per-call core tables
-        # (core.call_costs, core.calls, ...) in Spark only: answer from there, and say so
+        # a Spark Connect run (or a local one from before the shared layout) publishes the marts to the
+        # DuckDB file but keeps the per-call core tables (core.call_costs, core.calls, ...) in Spark
+        # only: answer from there, and say so
         print(f"thinktax: {str(exc).splitlines()[0]} in the DuckDB file; answered from the Spark tables of the "
               f"last Spark run ({spark_folder}; --engine spark asks them directly)", file=sys.stderr)
         args.spark_warehouse = str(spark_folder)

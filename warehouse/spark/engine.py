@@ -17,19 +17,22 @@ A Spark run is a Dagster run like any other (issue 27: the hand-made second orch
    ``check``: the SQL checks (sql/checks) rendered and run on Spark;
 4. ``to_control`` / ``from_control``: the marts and the small core tables the economics read into
    the DuckDB build, the economics marts back (warehouse/spark/economics.py);
-5. ``finish`` / ``publish`` / ``abandon``: the per-call projection dropped from the DuckDB build
-   before it is published; the Spark tables published with it, or put back.
+5. ``finish`` / ``publish`` / ``abandon``: through Spark Connect the per-call projection is
+   dropped from the DuckDB build before it is published; the Spark tables published with it, or
+   put back.
 
 A local session (no ``--spark-remote``) has an in-memory catalog that ends with the process, so
-each local run builds every model in full from staging, into a folder of its own
-(``<spark warehouse>/builds/<build id>``); the file ``<spark warehouse>/CURRENT`` names the build
-that readers (`thinktax sql --engine spark`, :func:`attach`) see, and is replaced (one atomic
-rename) only when the run is published. A failed run leaves CURRENT and the build it names as
-they were. A session with a catalog that outlives the run (Spark Connect, or one long-lived
-session) swaps each table in and can undo the run (warehouse.spark.build.Journal). Replacing only the planned days by partition overwrite needs a
-catalog that keeps the tables between runs: a cluster reached through Spark Connect (its
-metastore / Unity / Glue catalog), or one long-lived session (as in tests/warehouse/spark/). A Derby-backed
-Hive metastore was tried for local runs and took 100+ s to start on this 2-core machine.
+a local run works on the warehouse's own storage layout (warehouse/spark/shared.py): the per-call
+tables are the Parquet parts the DuckDB build lists, attached in ``prepare`` and written by day as
+new files (listed by the same bookkeeping as a DuckDB write); the small tables live in the DuckDB
+build, copied into Spark for the run and back as each is rebuilt. The plan then reads the DuckDB
+build, as on a DuckDB run (``present`` is None), and the published DuckDB file holds every table.
+Spark's scratch tables of the run live in ``<spark warehouse>/builds/<build id>``; the file
+``<spark warehouse>/CURRENT`` names the last published build (one atomic rename at publish). A
+session with a catalog that outlives the run (Spark Connect, or one long-lived session) keeps the
+model tables in that catalog, swaps each table in and can undo the run
+(warehouse.spark.build.Journal); replacing only the planned days there is partition overwrite. A
+Derby-backed Hive metastore was tried for local runs and took 100+ s to start on this 2-core machine.
 """
 
 from __future__ import annotations
@@ -86,26 +89,35 @@ def _publish_local(spark_warehouse: Path, build_id: str) -> None:
             shutil.rmtree(spark_warehouse / f"{db}.db", ignore_errors=True)
 
 
-def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
+def attach(spark, spark_warehouse: Path, published: Path | None = None) -> list[str]:  # noqa: ANN001
     """Register the Parquet tables of the published local build under ``spark_warehouse`` (the
     staging tables, and the model tables of the build CURRENT names) in this session's
     (in-memory) catalog, for `thinktax sql --engine spark`; returns them. Partitions are found
     from the folder layout (``day=.../``); the view models (``marts.cost_per_task``, the old name of
-    ``marts.task_cost_breakdown``) are re-created over them."""
+    ``marts.task_cost_breakdown``) are re-created over them.
+
+    ``published``: the DuckDB file published beside it. When it holds the per-call tables as views
+    over Parquet parts (a run on the shared layout, warehouse/spark/shared.py), the model tables
+    are registered from it instead: the per-call ones over their files, the others copied."""
     from warehouse.sqltable import load_tables  # noqa: PLC0415
 
     from warehouse.spark.build import Target, render  # noqa: PLC0415
 
     out = []
+    if published is not None and published.is_file():
+        from warehouse.db import read_only  # noqa: PLC0415
+        from warehouse.spark import shared  # noqa: PLC0415
+
+        with read_only(published) as con:
+            if shared.is_shared(con):
+                out += _attach_staging(spark, spark_warehouse)
+                root = spark_warehouse / "_attached" / f"{os.getpid()}"
+                shutil.rmtree(root, ignore_errors=True)
+                return out + shared.attach_published(spark, con, root)
+    out += _attach_staging(spark, spark_warehouse)
     models_dir = current_build(spark_warehouse)
     models = load_tables()
     keys = {m.table: m.key_column for m in models}
-    for t in sorted((spark_warehouse / "_staging").glob("*.*")):  # first: the models read them
-        schema, name = t.name.split(".", 1)
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
-        if not spark.catalog.tableExists(f"{schema}.{name}"):
-            spark.sql(f"CREATE TABLE {schema}.{name} USING parquet LOCATION '{t}'")
-            out.append(f"{schema}.{name}")
     empty: dict[str, Path] = {}
     for db_dir in sorted(models_dir.glob("*.db")):
         db = db_dir.name[:-3]
@@ -140,6 +152,17 @@ def attach(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
     return out
 
 
+def _attach_staging(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
+    out = []
+    for t in sorted((spark_warehouse / "_staging").glob("*.*")):  # first: the models read them
+        schema, name = t.name.split(".", 1)
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+        if not spark.catalog.tableExists(f"{schema}.{name}"):
+            spark.sql(f"CREATE TABLE {schema}.{name} USING parquet LOCATION '{t}'")
+            out.append(f"{schema}.{name}")
+    return out
+
+
 class SparkEngine:
     """The Spark data plane of one build (the module doc); made by warehouse.engine.open_engine."""
 
@@ -158,6 +181,7 @@ class SparkEngine:
         self.seconds: dict[str, float] = {}
         self._spark = spark
         self.journal = None
+        self.attached = False  # the shared layout's tables registered in Spark (_attach_build)
 
     @property
     def spark(self):  # noqa: ANN201
@@ -182,8 +206,9 @@ class SparkEngine:
         return Ingestor(con, Path(landing)).ingest(progress=progress, on_new=on_new)
 
     def present(self) -> set[str] | None:
-        # the plan sees the tables where the models live: Spark's catalog (none survive a local session)
-        return set() if self.local else _spark_tables(self.spark)
+        # the plan sees the tables where the models live: on the shared layout (a local session) the
+        # DuckDB build's, as a DuckDB run (warehouse/spark/shared.py); else Spark's catalog
+        return None if self.local else _spark_tables(self.spark)
 
     def prepare(self, con) -> None:  # noqa: ANN001
         from warehouse.spark.build import load_staging  # noqa: PLC0415
@@ -197,25 +222,87 @@ class SparkEngine:
             load_staging(self.spark, con, staging)
         for schema in ("core", "marts"):
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+        if self.local:
+            self._attach_build(con)
+
+    def _attach_build(self, con) -> None:  # noqa: ANN001
+        """The shared layout (warehouse/spark/shared.py): the tables this build keeps or replaces by
+        day, registered in Spark from the DuckDB build -- the per-call tables over their Parquet
+        files, the small ones copied."""
+        from warehouse.spark import shared  # noqa: PLC0415
+        from warehouse.sqltable import load_tables  # noqa: PLC0415
+
+        scope = incremental.current(con, self.build_id)
+        t = time.perf_counter()
+        registered = copied = 0
+        for m in load_tables():
+            if m.view or scope.is_full(m.table) or not incremental.has_table(con, m.table):
+                continue
+            if m.storage == "parquet":
+                if parts.stored(con, m.table):
+                    shared.register_parts_table(self.spark, con, m.table, self.build_dir)
+                    registered += 1
+            elif not parts.is_view(con, m.table):
+                shared.small_to_spark(self.spark, con, m.table, self.build_dir, m.key_column if m.incremental else None)
+                copied += 1
+        self.attached = True
+        self.seconds["attach"] = time.perf_counter() - t
+        self.say(f"spark: {registered} per-call table(s) attached over the warehouse's Parquet files, "
+                 f"{copied} small table(s) copied from the DuckDB build ({self.seconds['attach']:.1f} s)")
 
     def build(self, con, model: SqlTable, scope: incremental.Scope, build_id: str | None) -> Rebuilt:  # noqa: ANN001
         from warehouse.spark.build import build  # noqa: PLC0415
 
         spark = self.spark
-        if not self.local and not scope.builds(model.table) and spark.catalog.tableExists(model.table):
+        if self.local:
+            return self._build_shared(con, model, scope, build_id)
+        if not scope.builds(model.table) and spark.catalog.tableExists(model.table):
             return Rebuilt(model.table, spark.table(model.table).count(), "kept")
         t = time.perf_counter()
-        rows = build(spark, model, None if self.local else scope, journal=self.journal)
+        rows = build(spark, model, scope, journal=self.journal)
         self.say(f"built {model.table}: {rows:,d} rows in {time.perf_counter() - t:.1f} s")
         if model.view:
             mode, days = "view", 0
-        elif self.local or scope.is_full(model.table) or model.incremental is None:
+        elif scope.is_full(model.table) or model.incremental is None:
             mode, days = "full", 0
         else:
             mode, days = "incremental", len(scope.model_days(model.halo))
         # ops.model_builds as after a DuckDB build: what the Spark table was built from (the next plan compares)
         incremental.record(con, model.table, model.sql, mode, days, build_id)
         return Rebuilt(model.table, rows, mode, days)
+
+    def _build_shared(self, con, model: SqlTable, scope: incremental.Scope, build_id: str | None) -> Rebuilt:  # noqa: ANN001
+        """One model of a local run on the shared layout (warehouse/spark/shared.py)."""
+        from warehouse.spark import shared  # noqa: PLC0415
+        from warehouse.spark.build import build  # noqa: PLC0415
+        from warehouse.transform import build as duck_build  # noqa: PLC0415
+
+        spark = self.spark
+        if not getattr(self, "attached", False):
+            self._attach_build(con)
+        table = model.table
+        if not scope.builds(table) and incremental.has_table(con, table) and (model.view or spark.catalog.tableExists(table)):
+            incremental.restamp(con, table, build_id)  # as a DuckDB run keeps a table: this build's id
+            (rows,) = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0]
+            return Rebuilt(table, rows, "kept")
+        t = time.perf_counter()
+        full = scope.is_full(table) or model.incremental is None
+        if model.view:
+            build(spark, model, scope)
+            rows = duck_build(con, model, scope)  # the same view in the DuckDB build
+            mode = "view"
+        elif model.storage == "parquet":
+            full = full or not parts.stored(con, table)
+            rows = shared.write_parts_model(spark, con, model, scope, build_id or self.build_id, self.build_dir, full=full)
+            mode = "full" if full else "incremental"
+        else:
+            rows = build(spark, model, None if full else scope)
+            shared.small_to_duckdb(spark, con, model, self.build_dir)
+            mode = "full" if full else "incremental"
+        self.say(f"built {table}: {rows:,d} rows in {time.perf_counter() - t:.1f} s ({mode})")
+        days = len(scope.model_days(model.halo)) if mode == "incremental" else 0
+        incremental.record(con, table, model.sql, mode, days, build_id)
+        return Rebuilt(table, rows, mode, days)
 
     def check(self, con, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict]]:  # noqa: ANN001
         df = self.spark.sql(to_spark(check.sql, path=f"sql/checks/{check.name}.sql"))
@@ -225,6 +312,8 @@ class SparkEngine:
     def to_control(self, con) -> list[str]:  # noqa: ANN001
         from warehouse.spark import economics  # noqa: PLC0415
 
+        if self.local:  # the shared layout: every table is in the DuckDB build already
+            return []
         self.say("economics: marts and their inputs Spark -> DuckDB build")
         return economics.to_duckdb(self.spark, con, str(self.spark_warehouse) + "/_to_duckdb", remote=bool(self.remote))
 
@@ -239,7 +328,8 @@ class SparkEngine:
     def finish(self, con) -> None:  # noqa: ANN001
         from warehouse.spark import economics  # noqa: PLC0415
 
-        economics.drop_per_call(con)
+        if not self.local:  # the shared layout keeps the per-call views over their files, as a DuckDB run
+            economics.drop_per_call(con)
 
     def publish(self) -> None:
         self.say(f"publish: {self.warehouse}")

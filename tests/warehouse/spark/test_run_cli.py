@@ -83,8 +83,8 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     q = "SELECT request_id, cost_usd FROM core.call_costs ORDER BY request_id"
     got = sql_json(capsys, ["sql", "--engine", "spark", "--warehouse", str(folder), "--format", "json", q])
     assert [(r["request_id"], D(r["cost_usd"])) for r in got] == [("r1", R1), ("r2", R2), ("r3", R3), ("r4", R4), ("r5", R5)]
-    # without --engine spark: the per-call core tables are not in the DuckDB file after a Spark run,
-    # so the same query is answered from the Spark tables of that run (a note on stderr says so)
+    # without --engine spark: a local Spark run works on the warehouse's own layout, so the DuckDB
+    # file holds the per-call views over the Parquet files Spark wrote (warehouse/spark/shared.py)
     assert (folder / "spark" / "CURRENT").is_file()  # the local build was published
     got = sql_json(capsys, ["sql", "--warehouse", str(folder), "--format", "json", q])
     assert [(r["request_id"], D(r["cost_usd"])) for r in got] == [("r1", R1), ("r2", R2), ("r3", R3), ("r4", R4), ("r5", R5)]
