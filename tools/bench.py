@@ -720,7 +720,7 @@ def spark_night(results: Results, root: Path, published: Path, landing: Path, se
     over the warehouse's Parquet files, only the plan's days written. It starts from a copy of the
     4x history without the new day (``history_copy``, as the nights' warehouses are made), so it
     ingests and builds the same night; the ingest runs on this machine (DuckDB), as in the
-    bench's other nights.''"
+    bench's other nights."""
     from warehouse import incremental  # noqa: PLC0415
     from warehouse.db import Build  # noqa: PLC0415
     from warehouse.spark.engine import SparkEngine  # noqa: PLC0415
