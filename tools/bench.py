@@ -483,6 +483,26 @@ def scale_target_lines(results: Results) -> list[str]:
     limit = _memory_limit_mib()
     out.append(line(f"peak resident memory of any thinktax phase (the floors' own: {max(floors) if floors else 0:,.0f} MiB)",
                     max(peaks) if peaks else None, round(limit), " MiB", ",.0f"))
+    out += spark_target_lines(results)
+    return out
+
+
+def spark_target_lines(results: Results) -> list[str]:
+    """--engine spark: the local Spark night on the shared layout (issue 26 item 1)."""
+    rows = {r.phase: r for r in results.rows}
+    outside = rows.get("spark nightly 4x: files outside the plan")
+    if outside is None:
+        return ["target: Spark night on the shared layout: not measured (make bench BENCH_ARGS=\"--engine spark\")"]
+    views = rows["spark nightly 4x: per-call views in the DuckDB file"]
+    night, full = rows.get("spark nightly 4x: rebuild"), rows.get("marts: Spark (build_all)")
+    out = [f"target: Spark night on the shared layout, per-call files written for days the plan does not rebuild = 0: "
+           f"{outside.rows}, " + ("met" if outside.rows == 0 else "NOT met"),
+           f"target: Spark night on the shared layout, per-call tables the published DuckDB file holds as views = all: "
+           f"{views.rows} ({views.note.rsplit(' ', 1)[-1]}), " + ("met" if views.note.endswith(f"of {views.rows}") else "NOT met")]
+    if night is not None and full is not None and full.seconds:
+        out.append(f"note: the Spark night's rebuild (one new day, history attached) took {night.seconds:.2f} s; a Spark "
+                   f"build of every table from staging (what a local Spark night did before) {full.seconds:.2f} s for the "
+                   f"history alone: {night.seconds / full.seconds:.2f}x")
     return out
 
 
@@ -762,6 +782,13 @@ def spark_night(results: Results, root: Path, published: Path, landing: Path, se
             [list(scope.model_days(True)), build.build_id]).fetchall()[0]
         results.rows.append(Row(f"{name}: Parquet written", int(written) // (1 << 20), 0.0,
                                 note=f"rows = MiB the Spark night wrote: {days} day(s); {outside} file(s) outside the plan's days (+ halo)"))
+        results.rows.append(Row(f"{name}: files outside the plan", int(outside), 0.0,
+                                note="rows = per-call Parquet files the Spark night wrote for a day the plan (+ halo) does not rebuild"))
+        views = con.execute("SELECT count(*) FILTER (WHERE v.view_name IS NOT NULL), count(*) FROM ops.part_tables p "
+                            "LEFT JOIN duckdb_views() v ON v.database_name = current_database() "
+                            "AND v.schema_name || '.' || v.view_name = p.table_name WHERE p.kind = 'table'").fetchall()[0]
+        results.rows.append(Row(f"{name}: per-call views in the DuckDB file", int(views[0]), 0.0,
+                                note=f"rows = per-call tables that are views over their files in the build Spark publishes, of {views[1]}"))
         with phase(results, f"{name}: checks", log=log) as row:
             from warehouse.checks import load_checks  # noqa: PLC0415
 
