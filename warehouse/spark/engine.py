@@ -112,6 +112,7 @@ def attach(spark, spark_warehouse: Path, published: Path | None = None) -> list[
             if shared.is_shared(con):
                 out += _attach_staging(spark, spark_warehouse)
                 root = spark_warehouse / "_attached" / f"{os.getpid()}"
+                _clear_attached(root.parent)
                 shutil.rmtree(root, ignore_errors=True)
                 return out + shared.attach_published(spark, con, root)
     out += _attach_staging(spark, spark_warehouse)
@@ -150,6 +151,19 @@ def attach(spark, spark_warehouse: Path, published: Path | None = None) -> list[
             spark.sql(f"CREATE VIEW {m.table} AS {render(m, spark, Target(), None, full=True)}")
             out.append(m.table)
     return out
+
+
+def _clear_attached(folder: Path) -> None:
+    """Remove the copies of earlier readers (``_attached/<pid>``) whose process has ended."""
+    for old in folder.iterdir() if folder.is_dir() else ():
+        try:
+            os.kill(int(old.name), 0)
+        except ValueError:
+            continue
+        except ProcessLookupError:
+            shutil.rmtree(old, ignore_errors=True)
+        except PermissionError:  # another user's live process
+            continue
 
 
 def _attach_staging(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
