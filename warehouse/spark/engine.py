@@ -292,7 +292,7 @@ class SparkEngine:
         from warehouse.transform import build as duck_build  # noqa: PLC0415
 
         spark = self.spark
-        if not getattr(self, "attached", False):
+        if not self.attached:
             self._attach_build(con)
         table = model.table
         if not scope.builds(table) and incremental.has_table(con, table) and (model.view or spark.catalog.tableExists(table)):

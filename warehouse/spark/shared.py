@@ -103,7 +103,11 @@ def _stored(duck: str) -> str:
 
 
 def _q(name: str) -> str:
+    """A column name quoted for Spark SQL (DuckDB's quoting: ``_sql_name``)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+_sql_name = parts._q  # noqa: SLF001 - a column name quoted for DuckDB
 
 
 def duckdb_columns(con: duckdb.DuckDBPyConnection, model: SqlTable) -> list[tuple[str, str]] | None:
@@ -115,14 +119,6 @@ def duckdb_columns(con: duckdb.DuckDBPyConnection, model: SqlTable) -> list[tupl
         return [(r[0], r[1]) for r in con.execute(f"DESCRIBE {sql}").fetchall()]
     except duckdb.Error:
         return None
-
-
-def _duck_drop(con: duckdb.DuckDBPyConnection, table: str) -> None:
-    schema, name = table.split(".")
-    found = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                        [schema, name]).fetchall()
-    if found:
-        con.execute(f"DROP {'VIEW' if found[0][0] == 'VIEW' else 'TABLE'} {table}")
 
 
 # -- the per-call tables -------------------------------------------------------------------------
@@ -211,10 +207,10 @@ def small_to_spark(spark, con: duckdb.DuckDBPyConnection, table: str, root: Path
     folder = root / "_from_duckdb" / table
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    proj = ", ".join(f"CAST({_dq(n)} AS {_stored(t)}) AS {_dq(n)}" for n, t in columns)
+    proj = ", ".join(f"CAST({_sql_name(n)} AS {_stored(t)}) AS {_sql_name(n)}" for n, t in columns)
     partitioned = bool(key)
     if partitioned:
-        con.execute(f"COPY (SELECT {proj} FROM {table}) TO '{folder}' (FORMAT parquet, PARTITION_BY ({_dq(key)}), "
+        con.execute(f"COPY (SELECT {proj} FROM {table}) TO '{folder}' (FORMAT parquet, PARTITION_BY ({_sql_name(key)}), "
                     "OVERWRITE_OR_IGNORE true)")
     else:
         con.execute(f"COPY (SELECT {proj} FROM {table}) TO '{folder / 'data.parquet'}' (FORMAT parquet)")
@@ -231,14 +227,11 @@ def small_to_spark(spark, con: duckdb.DuckDBPyConnection, table: str, root: Path
         spark.sql(f"CREATE TABLE {table} ({data}) USING parquet LOCATION '{folder}'")
 
 
-def _dq(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def small_to_duckdb(spark, con: duckdb.DuckDBPyConnection, model: SqlTable, root: Path) -> None:  # noqa: ANN001
     """Spark's table of ``model`` (just built) into the DuckDB build, replacing it, each column of
     the type DuckDB's SQL gives it (Spark's own where the SQL does not bind in DuckDB)."""
     from warehouse.spark.build import columns_in_model_order  # noqa: PLC0415
+    from warehouse.spark.economics import _duck_drop  # noqa: PLC0415
 
     table = model.table
     described = duckdb_columns(con, model) or []
@@ -259,12 +252,12 @@ def small_to_duckdb(spark, con: duckdb.DuckDBPyConnection, model: SqlTable, root
                 t = duck_type(fields[c])
             except ValueError:
                 t = None
-        cols.append(f"CAST({_dq(c)} AS {t}) AS {_dq(c)}" if t else _dq(c))
+        cols.append(f"CAST({_sql_name(c)} AS {t}) AS {_sql_name(c)}" if t else _sql_name(c))
     _duck_drop(con, table)
     if files:
         con.execute(f"CREATE TABLE {table} AS SELECT {', '.join(cols)} FROM read_parquet(?)", [files])
     else:  # no rows and no file: the columns from the SQL's types
-        typed = ", ".join(f"CAST(NULL AS {types.get(c) or duck_type(fields[c])}) AS {_dq(c)}" for c in order)
+        typed = ", ".join(f"CAST(NULL AS {types.get(c) or duck_type(fields[c])}) AS {_sql_name(c)}" for c in order)
         con.execute(f"CREATE TABLE {table} AS SELECT {typed} LIMIT 0")
     shutil.rmtree(folder, ignore_errors=True)
 
