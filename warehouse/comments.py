@@ -1013,6 +1013,10 @@ COLUMNS["ops.part_files"] = {
     "retired_by": _d("The build whose views no longer list the file (its days were rebuilt); NULL: listed by this "
                      "build. A retired file is removed once no build among the last [warehouse] keep_builds lists it",
                      LABEL),
+    "key_hash": _d("A file of stg.requests: the function its hidden _key_hash column holds, the hash of each row's "
+                   "request id ('hash(\"request_id\") duckdb <version>'); the ingest reads those hashes only when the "
+                   "version is the running DuckDB's, else it hashes the request ids again. NULL: no such column "
+                   "(a per-call table's file, or one written before it existed)", LABEL),
 }
 COLUMNS["ops.part_tables"] = {
     "table_name": _d("The table ('core.call_costs')", LABEL),

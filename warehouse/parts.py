@@ -56,6 +56,11 @@ FLUSH_ROWS = 122_880
 # staging tables stored as Parquet files too: each build appends one file of the rows it ingested
 # (written from the physical '<table>__pending' at the end of the ingest), never rewritten
 STAGED = ("stg.requests",)
+# Each file of a staged table carries the hash of its rows' natural key (the ingest's de-duplication
+# key, sources/requests.py) in a column the view does not show: a night's "is any of my keys stored?"
+# reads it (8 bytes a row) instead of hashing every stored key (2.0 s -> 0.2 s at 32M calls).
+STAGED_KEYS = {"stg.requests": ("request_id",)}
+KEY_HASH = "_key_hash"
 PENDING_SUFFIX = "__pending"
 
 
@@ -93,6 +98,43 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _key_hash_expr(table: str) -> str:
+    """DuckDB's ``hash()`` of ``table``'s natural key (``STAGED_KEYS``)."""
+    return "hash(" + ", ".join(_q(c) for c in STAGED_KEYS[table]) + ")"
+
+
+def key_hash_tag(table: str) -> str:
+    """What a file's key hashes were made with: ``hash()`` may change between DuckDB versions, so
+    a file's hashes are read only when its tag is the running DuckDB's (``key_hashes_sql``)."""
+    return f"{_key_hash_expr(table)} duckdb {duckdb.__version__}"
+
+
+def _list_staged(con: duckdb.DuckDBPyConnection, table: str, rel: Path, n: int, size: int, build_id: str) -> None:
+    con.execute("INSERT INTO ops.part_files (table_name, day, path, row_count, bytes, build_id, retired_by, key_hash) "
+                "VALUES (?, NULL, ?, ?, ?, ?, NULL, ?)", [table, str(rel), n, size, build_id, key_hash_tag(table)])
+
+
+def key_hashes_sql(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """A SELECT of column ``h``: the key hash (``_key_hash_expr``) of every stored row of the staged
+    ``table`` -- read from the files whose hashes this DuckDB made, hashed again from the key
+    column in any other file (an older DuckDB's, or written before the column), and hashed from
+    its pending rows."""
+    parts = location(con)
+    expr = _key_hash_expr(table)
+    if parts is None or not is_view(con, table):
+        return f"SELECT {expr} AS h FROM {table}"
+    files = con.execute("SELECT path, key_hash IS NOT DISTINCT FROM ? FROM ops.part_files "
+                        "WHERE table_name = ? AND retired_by IS NULL ORDER BY path",
+                        [key_hash_tag(table), table]).fetchall()
+    selects = [f"SELECT {expr} AS h FROM {pending(table)}"] if has_table(con, pending(table)) else []
+    for own in (True, False):
+        listing = ", ".join(_lit(str(parts / p)) for p, mine in files if mine is own)
+        if listing:
+            h = KEY_HASH if own else expr
+            selects.append(f"SELECT {h} AS h FROM read_parquet([{listing}], hive_partitioning = false, union_by_name = true)")
+    return " UNION ALL ".join(selects) or f"SELECT {expr} AS h FROM {table} WHERE false"
+
+
 def view_sql(con: duckdb.DuckDBPyConnection, table: str, parts: Path) -> str:
     """The SELECT of ``table``'s view: its live files, each column cast back to its SQL type (a
     staging table: its pending rows, then its files, by column name)."""
@@ -107,7 +149,11 @@ def view_sql(con: duckdb.DuckDBPyConnection, table: str, parts: Path) -> str:
         selects = [f"SELECT * FROM {pending(table)}"] if has_table(con, pending(table)) else []
         if files:
             listing = ", ".join(_lit(str(parts / f)) for f in files)
-            selects.append(f"SELECT * FROM read_parquet([{listing}], hive_partitioning = false, union_by_name = true)")
+            # the key hashes some files carry are the ingest's, not a column of the table
+            hashed = con.execute("SELECT count(*) FROM ops.part_files WHERE table_name = ? AND retired_by IS NULL "
+                                 "AND key_hash IS NOT NULL", [table]).fetchall()[0][0]
+            hidden = f" EXCLUDE ({KEY_HASH})" if hashed else ""
+            selects.append(f"SELECT *{hidden} FROM read_parquet([{listing}], hive_partitioning = false, union_by_name = true)")
         return " UNION ALL BY NAME ".join(selects)
     cols = []
     for c in columns:
@@ -237,7 +283,8 @@ def register(con: duckdb.DuckDBPyConnection, table: str, key: str, columns: list
         con.execute("DELETE FROM ops.part_files WHERE table_name = ? AND build_id = ? AND retired_by = ?",
                     [table, build_id, build_id])
         if new:
-            con.executemany("INSERT INTO ops.part_files VALUES (?, ?, ?, ?, ?, ?, NULL)", new)
+            con.executemany("INSERT INTO ops.part_files (table_name, day, path, row_count, bytes, build_id, retired_by) "
+                            "VALUES (?, ?, ?, ?, ?, ?, NULL)", new)
         if not con.execute("SELECT count(*) FROM ops.part_files WHERE table_name = ? AND retired_by IS NULL",
                            [table]).fetchall()[0][0]:
             out.mkdir(parents=True, exist_ok=True)
@@ -245,7 +292,8 @@ def register(con: duckdb.DuckDBPyConnection, table: str, key: str, columns: list
             typed = ", ".join(f"CAST(NULL AS {_STORED_AS.get(t, t)}) AS {_q(n)}"
                               for n, t in columns if not (n == "build_id" and has_build_id))
             con.execute(f"COPY (SELECT {typed} LIMIT 0) TO {_lit(str(empty))} (FORMAT parquet)")
-            con.execute("INSERT INTO ops.part_files VALUES (?, NULL, ?, 0, ?, ?, NULL)",
+            con.execute("INSERT INTO ops.part_files (table_name, day, path, row_count, bytes, build_id, retired_by)"
+                        "VALUES (?, NULL, ?, 0, ?, ?, NULL)",
                         [table, str(empty.relative_to(parts)), empty.stat().st_size, build_id])
         con.execute("INSERT OR REPLACE INTO ops.part_tables (table_name, key_column, columns, has_build_id, kind) "
                     "VALUES (?, ?, ?, ?, 'table')", [table, key, [{"name": n, "type": t} for n, t in columns], has_build_id])
@@ -428,13 +476,12 @@ def append(con: duckdb.DuckDBPyConnection, table: str, rows_sql: str, params: li
     # the pending table's columns, order and types: the file reads as flush's would
     cols = ", ".join(f"CAST({_q(c)} AS {t}) AS {_q(c)}" for c, t in types)
     f = _next_part(parts / table / build_id)
-    (n,) = con.execute(f"COPY (SELECT {cols} FROM ({rows_sql})) TO {_lit(str(f))} (FORMAT parquet, {WRITE_OPTIONS})",
-                       params or []).fetchall()[0]
+    (n,) = con.execute(f"COPY (SELECT {cols}, {_key_hash_expr(table)} AS {KEY_HASH} FROM ({rows_sql})) "
+                       f"TO {_lit(str(f))} (FORMAT parquet, {WRITE_OPTIONS})", params or []).fetchall()[0]
     if not n:
         f.unlink(missing_ok=True)
         return 0, None
-    con.execute("INSERT INTO ops.part_files VALUES (?, NULL, ?, ?, ?, ?, NULL)",
-                [table, str(f.relative_to(parts)), n, f.stat().st_size, build_id])
+    _list_staged(con, table, f.relative_to(parts), n, f.stat().st_size, build_id)
     _make_view(con, table, parts)
     return n, f
 
@@ -455,14 +502,14 @@ def flush(con: duckdb.DuckDBPyConnection, build_id: str) -> int:
         if not n:
             continue
         f = _next_part(parts / table / build_id)
-        con.execute(f"COPY {pending(table)} TO {_lit(str(f))} (FORMAT parquet, {WRITE_OPTIONS})")
+        con.execute(f"COPY (SELECT *, {_key_hash_expr(table)} AS {KEY_HASH} FROM {pending(table)}) "
+                    f"TO {_lit(str(f))} (FORMAT parquet, {WRITE_OPTIONS})")
         (written,) = con.execute("SELECT num_rows FROM parquet_file_metadata(?)", [str(f)]).fetchall()[0]
         if written != n:
             raise RuntimeError(f"{f}: {written:,} rows written of {table}'s {n:,} pending rows")
         con.execute("BEGIN")
         try:
-            con.execute("INSERT INTO ops.part_files VALUES (?, NULL, ?, ?, ?, ?, NULL)",
-                        [table, str(f.relative_to(parts)), n, f.stat().st_size, build_id])
+            _list_staged(con, table, f.relative_to(parts), n, f.stat().st_size, build_id)
             con.execute("UPDATE ops.part_tables SET ddl = ? WHERE table_name = ?", [_ddl(con, pending(table)), table])
             con.execute(f"DROP TABLE {pending(table)}")
             _make_view(con, table, parts)

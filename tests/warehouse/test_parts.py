@@ -600,3 +600,51 @@ def test_staged_bounds_are_the_min_and_max_a_scan_finds(landing: Path, tmp_path:
             assert parts.staged_bounds(con, "stg.requests", "node_id") is None
         assert parts.staged_bounds(con, "stg.requests", "no_such_column") is None
     b.abandon()
+
+
+def test_each_stg_requests_file_keeps_its_key_hashes_and_a_night_reads_only_those_this_duckdb_made(
+        landing: Path, tmp_path: Path):
+    """A night's de-duplication reads the hashes of the stored request ids that each file of
+    stg.requests keeps (column _key_hash, not in the view) instead of hashing every stored id again.
+    They are hashes of DuckDB's hash(), which may change between versions: a file whose hashes
+    another DuckDB made is hashed again from its request_id, so a repeated call is still found."""
+    land = _fresh_landing(landing, tmp_path)
+    wh = tmp_path / "w" / "thinktax.duckdb"
+    _run(wh, land, "one")
+    with read_only(wh) as con:
+        cols = [r[0] for r in con.execute("DESCRIBE stg.requests").fetchall()]
+        assert parts.KEY_HASH not in cols and "request_id" in cols
+        files = con.execute("SELECT path, key_hash FROM ops.part_files WHERE table_name = 'stg.requests' "
+                            "AND retired_by IS NULL ORDER BY path").fetchall()
+        assert files and {t for _p, t in files} == {parts.key_hash_tag("stg.requests")}
+        root = parts.location(con)
+        for p, _t in files:  # every row's stored hash is the hash of its request id
+            assert con.execute("SELECT count(*), count(*) FILTER (_key_hash = hash(request_id)) FROM read_parquet(?)",
+                               [str(root / p)]).fetchall()[0][0:2] == con.execute(
+                "SELECT count(*), count(*) FROM read_parquet(?)", [str(root / p)]).fetchall()[0]
+        stored = sorted(r[0] for r in con.execute("SELECT hash(request_id) FROM stg.requests").fetchall())
+        assert sorted(r[0] for r in con.execute(parts.key_hashes_sql(con, "stg.requests")).fetchall()) == stored
+        first, first_tag = files[0]
+        repeated = con.execute("SELECT request_id FROM read_parquet(?) LIMIT 1", [str(root / first)]).fetchall()[0][0]
+
+    # the first file as an older DuckDB would have left it: other hashes, its version in the tag
+    f = root / first
+    body = tmp_path / "rewritten.parquet"
+    duckdb.execute(f"COPY (SELECT * REPLACE (0::UBIGINT AS _key_hash) FROM read_parquet('{f}')) TO '{body}' "
+                   f"(FORMAT parquet, {parts.WRITE_OPTIONS})")
+    shutil.move(body, f)
+    with duckdb.connect(str(wh)) as con:
+        con.execute("UPDATE ops.part_files SET bytes = ?, key_hash = ? WHERE path = ?",
+                    [f.stat().st_size, first_tag.replace(duckdb.__version__, "0.0.0"), first])
+    with read_only(wh) as con:
+        # hashed again from the file's request ids: the same hashes as before, no 0 among them
+        assert sorted(r[0] for r in con.execute(parts.key_hashes_sql(con, "stg.requests")).fetchall()) == stored
+    # a night with the call of that file logged again, and one new call: a duplicate and a new row
+    again = next(line for f_ in sorted((land / "telemetry" / "requests").rglob("*.jsonl"))
+                 for line in f_.read_text().splitlines() if json.loads(line).get("request_id") == repeated)
+    (land / "telemetry" / "requests" / "zz-night.jsonl").write_text("\n".join([again, _late_line("n", 1)]) + "\n")
+    _run(wh, land, "two")
+    with read_only(wh) as con:
+        assert con.execute("SELECT rows_in, rows_loaded, rows_duplicate, rows_quarantined FROM ops.ingested_files "
+                           "WHERE file LIKE '%zz-night.jsonl'").fetchall() == [(2, 1, 1, 0)]
+        assert con.execute("SELECT count(*) FROM stg.requests WHERE request_id = ?", [repeated]).fetchall() == [(1,)]

@@ -349,7 +349,15 @@ def load_staging(spark, con, folder: str, target: Target = Target(), schemas: tu
         db = target.db(schema)
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
         _drop(spark, f"{db}.{name}")
-        spark.sql(f"CREATE TABLE {db}.{name} USING parquet{options} LOCATION '{path}'")
+        _drop(spark, f"{db}.{name}__files")
+        if shared:
+            # the files keep the hashes of their keys for DuckDB's ingest (parts.KEY_HASH), which
+            # the table does not show: a view of the table's own columns over them
+            cols = ", ".join(f"`{r[0]}`" for r in con.execute(f"DESCRIBE {table}").fetchall())
+            spark.sql(f"CREATE TABLE {db}.{name}__files USING parquet{options} LOCATION '{path}'")
+            spark.sql(f"CREATE VIEW {db}.{name} AS SELECT {cols} FROM {db}.{name}__files")
+        else:
+            spark.sql(f"CREATE TABLE {db}.{name} USING parquet{options} LOCATION '{path}'")
         out.append(table)
     return out
 
