@@ -65,7 +65,10 @@ SELECT r.request_id, r.ts, CAST(r.ts AS DATE) AS day, date_trunc('hour', r.ts) A
        CASE WHEN r.node_id IS NULL THEN coalesce(r.billing, k.endpoint_billing, 'on_demand') END AS billing
 FROM requests r
 CROSS JOIN settings s
-JOIN model_keys k ON k.reported_model = r.model AND k.reported_provider IS NOT DISTINCT FROM r.provider
+-- a LEFT join, though every call has its key (model_keys is made from these calls, model is NOT NULL):
+-- as an inner join DuckDB estimated the calls at a few percent of their number and built the
+-- task_defaults join's hash table on them instead (5M calls: 6.9 s spilling 2.8 GB, against 1.5 s)
+LEFT JOIN model_keys k ON k.reported_model = r.model AND k.reported_provider IS NOT DISTINCT FROM r.provider
                  AND k.self_hosted = (r.node_id IS NOT NULL)
 LEFT JOIN task_defaults t ON t.task_id = r.task_id
 LEFT JOIN nodes n ON n.node_id = r.node_id
