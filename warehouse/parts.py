@@ -292,7 +292,7 @@ def register(con: duckdb.DuckDBPyConnection, table: str, key: str, columns: list
             typed = ", ".join(f"CAST(NULL AS {_STORED_AS.get(t, t)}) AS {_q(n)}"
                               for n, t in columns if not (n == "build_id" and has_build_id))
             con.execute(f"COPY (SELECT {typed} LIMIT 0) TO {_lit(str(empty))} (FORMAT parquet)")
-            con.execute("INSERT INTO ops.part_files (table_name, day, path, row_count, bytes, build_id, retired_by)"
+            con.execute("INSERT INTO ops.part_files (table_name, day, path, row_count, bytes, build_id, retired_by) "
                         "VALUES (?, NULL, ?, 0, ?, ?, NULL)",
                         [table, str(empty.relative_to(parts)), empty.stat().st_size, build_id])
         con.execute("INSERT OR REPLACE INTO ops.part_tables (table_name, key_column, columns, has_build_id, kind) "
