@@ -80,8 +80,8 @@ def _own_staging_tables(spark):  # noqa: ANN001, ANN202
     session registered (test_run_cli's run, the scenario's bridge) are unregistered first."""
     for db in ("stg", "ops"):
         if spark.catalog.databaseExists(db):
-            for t in spark.catalog.listTables(db):
-                spark.sql(f"DROP TABLE IF EXISTS {db}.{t.name}")
+            for t in spark.catalog.listTables(db):  # a staging table read from DuckDB's files is a view
+                spark.sql(f"DROP {'VIEW' if t.tableType == 'VIEW' else 'TABLE'} IF EXISTS {db}.{t.name}")
 
 
 def _duck(con, sql: str) -> list[tuple]:  # noqa: ANN001
