@@ -66,7 +66,11 @@ candidates AS (
           AND k.day >= p.effective_from AND (p.effective_to IS NULL OR k.day < p.effective_to)
 ),
 key_facts AS (
-    SELECT c.* EXCLUDE (pick), n.node_provider
+    -- provider: the node's for a self-hosted call, else the reported one, else the sheet's; made
+    -- canonical here, once per key (core.provider_key is string work: per call it cost ~0.1 s a 1.35M)
+    SELECT c.* EXCLUDE (pick), n.node_provider,
+           core.provider_key(coalesce(CASE WHEN c.node_id IS NULL THEN c.reported_provider ELSE n.node_provider END,
+                                      c.price_provider)) AS provider
     FROM candidates c
     LEFT JOIN nodes n ON n.node_id = c.node_id
     WHERE c.pick = 1
@@ -232,9 +236,7 @@ calls AS (
                 THEN list_filter(klc.thresholds, lambda x: r.prompt_tokens > x.n
                        OR (f.price_provider = 'xai' AND r.prompt_tokens = x.n))[1].kind
            END AS lc,
-           f.price_provider, f.price_model, f.price_version_id,
-           core.provider_key(coalesce(CASE WHEN r.node_id IS NULL THEN r.reported_provider ELSE f.node_provider END,
-                                      f.price_provider)) AS provider,
+           f.price_provider, f.price_model, f.price_version_id, f.provider,
            f.input_usd_per_mtok, f.cached_input_usd_per_mtok, f.cache_write_usd_per_mtok,
            f.output_usd_per_mtok, f.reasoning_usd_per_mtok
     FROM requests r
@@ -265,23 +267,27 @@ priced AS (
 costed AS (
     SELECT c.* EXCLUDE (input_usd_per_mtok, cached_input_usd_per_mtok, cache_write_usd_per_mtok,
                         output_usd_per_mtok, reasoning_usd_per_mtok, modified, std_w1),
-           -- at standard rates: exactly the formula of before, plus 1-hour writes at the 1-hour price
-           core.usd_for_tokens(c.uncached_input_tokens, c.input_usd_per_mtok)
+           -- at standard rates: exactly the formula of before, plus 1-hour writes at the 1-hour price.
+           -- Each sum is rounded to DECIMAL(38,15) once, here: the exact products are DECIMAL(38,24),
+           -- and every rescale of a 128-bit decimal is a 128-bit division (~0.3 s per 1.35M calls);
+           -- the fees and the published columns below are (38,15) already, so they add no more.
+           -- (Rounding before adding the fees gives the same digits: the fees are on the grid.)
+           CAST(core.usd_for_tokens(c.uncached_input_tokens, c.input_usd_per_mtok)
              + core.usd_for_tokens(c.cached_input_tokens, c.cached_input_usd_per_mtok)
              + core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.cache_write_usd_per_mtok)
              + CASE WHEN c.cache_write_1h_tokens > 0 THEN core.usd_for_tokens(c.cache_write_1h_tokens, c.std_w1) ELSE 0 END
              + core.usd_for_tokens(c.thinking_tokens, c.reasoning_usd_per_mtok)
-             + core.usd_for_tokens(c.output_tokens, c.output_usd_per_mtok) AS std_token_cost_usd,
+             + core.usd_for_tokens(c.output_tokens, c.output_usd_per_mtok) AS DECIMAL(38,15)) AS std_token_cost_usd,
            -- on the call's basis (only where it is not standard)
-           CASE WHEN c.modified THEN
+           CASE WHEN c.modified THEN CAST(
                core.usd_for_tokens(c.uncached_input_tokens, c.rate_input_usd_per_mtok)
              + core.usd_for_tokens(c.cached_input_tokens, c.rate_cached_input_usd_per_mtok)
              + core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.rate_cache_write_usd_per_mtok)
              + CASE WHEN c.cache_write_1h_tokens > 0 THEN core.usd_for_tokens(c.cache_write_1h_tokens, c.rate_cache_write_1h_usd_per_mtok) ELSE 0 END
              + core.usd_for_tokens(c.thinking_tokens, c.rate_reasoning_usd_per_mtok)
-             + core.usd_for_tokens(c.output_tokens, c.rate_output_usd_per_mtok) END AS modified_token_cost_usd,
-           CASE WHEN c.modified THEN core.usd_for_tokens(c.thinking_tokens, c.rate_reasoning_usd_per_mtok)
-                ELSE core.usd_for_tokens(c.thinking_tokens, c.reasoning_usd_per_mtok) END AS api_thinking_cost_usd,
+             + core.usd_for_tokens(c.output_tokens, c.rate_output_usd_per_mtok) AS DECIMAL(38,15)) END AS modified_token_cost_usd,
+           CAST(CASE WHEN c.modified THEN core.usd_for_tokens(c.thinking_tokens, c.rate_reasoning_usd_per_mtok)
+                     ELSE core.usd_for_tokens(c.thinking_tokens, c.reasoning_usd_per_mtok) END AS DECIMAL(38,15)) AS api_thinking_cost_usd,
            c.modified,
            -- per-query fees (USD): 0 without searches; NULL when searches have no price on the sheet
            CASE WHEN c.serving <> 'api' THEN NULL
