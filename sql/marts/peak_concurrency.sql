@@ -40,7 +40,10 @@ model_ids AS (
 keyed AS (
     SELECT i.mid, c.started, c.ended FROM calls c JOIN model_ids i ON i.model = c.model
 ),
-events AS (
+-- events is MATERIALIZED: the sweep's window below then sorts a materialised table, not the
+-- pipeline of a union over a join DuckDB estimates at a few hundred rows (1.35M calls: the
+-- table's query 1.03 s against 0.57 s, rows identical; Spark's rendering drops the hint)
+events AS MATERIALIZED (
     SELECT mid, started AS t, 1 AS delta FROM keyed
     UNION ALL
     SELECT mid, ended, -1 FROM keyed

@@ -110,6 +110,13 @@ def test_hugeint_becomes_decimal_38_0():
     assert "CAST(x AS DECIMAL(38, 0))" in _spark("SELECT CAST(x AS HUGEINT) AS y FROM t")
 
 
+def test_materialized_cte_hint_is_dropped_for_spark():
+    out = _spark("WITH e AS MATERIALIZED (SELECT 1 AS a), f AS NOT MATERIALIZED (SELECT 2 AS b) "
+                 "SELECT * FROM e CROSS JOIN f")
+    assert "MATERIALIZED" not in out.upper(), out
+    assert "WITH e AS (SELECT 1 AS a), f AS (SELECT 2 AS b)" in out, out
+
+
 def test_case_insensitive_regex_flag_is_kept():
     assert "RLIKE '(?i)^a'" in _spark("SELECT regexp_matches(x, '^a', 'i') AS y FROM t")
     # regexp_full_match has no Spark function: an anchored RLIKE (core.call_costs uses it for above_<N>k_tokens)

@@ -11,6 +11,8 @@ Rules (what sqlglot does not map, or maps wrongly):
   has no SQL macros. ``core.in_build_*`` are TRUE there, as in DuckDB (the incremental plan
   replaces them with the build's days before rendering).
 * ``HUGEINT`` -> ``DECIMAL(38,0)`` (sqlglot writes INT128, which Spark does not have).
+* ``WITH x AS [NOT] MATERIALIZED (...)`` -> ``WITH x AS (...)``: a hint to DuckDB's planner, which
+  Spark's parser does not take.
 * ``list(v ORDER BY k [DESC])`` -> ``transform([reverse(]array_sort(collect_list(struct(k, v)))[)], x -> x.v)``;
   ``list(...)`` counts as an aggregate when ``GROUP BY ALL`` is spelled out.
 * ``concat_ws(sep, ...)`` keeps skipping NULL parts (sqlglot would wrap each in ``COALESCE(x, '')``).
@@ -169,6 +171,11 @@ def _rules(tree, path: str):  # noqa: ANN001, ANN202
     def repl(node):  # noqa: ANN001, ANN202
         if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.INT128:
             return exp.DataType.build("DECIMAL(38,0)")
+        if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:
+            # a DuckDB planning hint (WITH x AS [NOT] MATERIALIZED): Spark has no such syntax
+            node = node.copy()
+            node.set("materialized", None)
+            return node
         if isinstance(node, exp.ConcatWs) and node.args.get("coalesce"):
             # DuckDB's concat_ws skips NULL arguments, as Spark's does: sqlglot's COALESCE(x, '')
             # wrapping would turn each NULL part into an empty one ('a++b')
