@@ -116,6 +116,13 @@ def _date_list(days: list[dt.date]) -> str:
 
 # ``CAST(<column> AS DATE)``: a day taken from a timestamp column (stg.requests.ts)
 _DAY_OF = re.compile(r"\s*CAST\s*\(\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\s+AS\s+DATE\s*\)\s*", re.I)
+# a month's first day computed from a column: CAST(date_trunc('month', <col>) AS DATE)
+_MONTH_OF = re.compile(r"\s*CAST\s*\(\s*date_trunc\s*\(\s*'month'\s*,\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\s*\)"
+                       r"\s+AS\s+DATE\s*\)\s*", re.I)
+
+
+def _next_month(d: dt.date) -> dt.date:
+    return (d.replace(day=1) + dt.timedelta(days=32)).replace(day=1)
 
 
 def _in(expr: str, days: list[dt.date]) -> str:
@@ -126,9 +133,16 @@ def _in(expr: str, days: list[dt.date]) -> str:
     # is not pushed into a Parquet scan (one day of 33M calls in stg.requests' files: 0.36 s through
     # the cast, 0.03 s with the column's range)
     m = _DAY_OF.fullmatch(expr)
+    month = _MONTH_OF.fullmatch(expr)
     if m:
         col, end = m.group(1), days[-1] + dt.timedelta(days=1)
         rng = f"{col} >= TIMESTAMP '{days[0]} 00:00:00' AND {col} < TIMESTAMP '{end} 00:00:00'"
+    elif month:
+        # the months' days as a range of the column itself: a Parquet scan prunes its day folders and
+        # row groups with it, which it cannot through date_trunc (core.call_profiles read every file of
+        # core.calls for one month: a 32M-call night's rebuild 5.8 s at 4x history against 1.3 s at 1x)
+        col = month.group(1)
+        rng = f"{col} >= DATE '{days[0]}' AND {col} < DATE '{_next_month(days[-1])}'"
     else:
         rng = f"({expr}) BETWEEN DATE '{days[0]}' AND DATE '{days[-1]}'"
     return f"({rng} AND ({expr}) IN ({_date_list(days)}))"

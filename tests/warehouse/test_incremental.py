@@ -23,6 +23,7 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from synthetic import benchgen
@@ -309,6 +310,26 @@ def test_render_replaces_the_macros():
     assert incremental.render(sql, scope, full=True) == "SELECT * FROM t WHERE TRUE AND TRUE"
     empty = incremental.Scope(full=False, reason="incremental")
     assert incremental.render(sql, empty, full=False) == "SELECT * FROM t WHERE FALSE AND FALSE"
+
+
+def test_a_month_of_a_day_column_is_rendered_with_the_columns_own_range():
+    """core.in_build_months(CAST(date_trunc('month', day) AS DATE)) also bounds ``day`` itself, so a
+    Parquet scan prunes its day folders (core.call_profiles read every file of core.calls for one month);
+    the IN list stays, so the rows are those of the months asked for, across a year's end too."""
+    scope = incremental.Scope(full=False, reason="incremental",
+                              days=(dt.date(2025, 12, 31), dt.date(2026, 1, 2), dt.date(2026, 3, 1)), halo_days=1)
+    sql = "SELECT day FROM t WHERE core.in_build_months(CAST(date_trunc('month', day) AS DATE))"
+    out = incremental.render(sql, scope, full=False)
+    assert "day >= DATE '2025-12-01' AND day < DATE '2026-04-01'" in out, out
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT DATE '2025-11-20' + INTERVAL (k) DAY AS day FROM range(150) r(k)")
+    con.execute("CREATE TABLE t2 AS SELECT CAST(day AS DATE) AS day FROM t")
+    got = sorted(r[0] for r in con.execute(out.replace("FROM t ", "FROM t2 ")).fetchall())
+    # December, January and March (February has no asked-for day), every day of each, by hand
+    want = ([dt.date(2025, 12, d) for d in range(1, 32)] + [dt.date(2026, 1, d) for d in range(1, 32)]
+            + [dt.date(2026, 3, d) for d in range(1, 32)])
+    want = [d for d in want if d <= dt.date(2025, 11, 20) + dt.timedelta(days=149)]
+    assert got == want
 
 
 def test_render_reads_the_sql_with_sqlglots_tokenizer():
