@@ -115,10 +115,10 @@ def _date_list(days: list[dt.date]) -> str:
 
 
 # ``CAST(<column> AS DATE)``: a day taken from a timestamp column (stg.requests.ts)
-_DAY_OF = re.compile(r"\s*CAST\s*\(\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\s+AS\s+DATE\s*\)\s*", re.I)
+_COLUMN = r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)"  # a column, maybe qualified
+_DAY_OF = re.compile(rf"\s*CAST\s*\(\s*{_COLUMN}\s+AS\s+DATE\s*\)\s*", re.I)
 # a month's first day computed from a column: CAST(date_trunc('month', <col>) AS DATE)
-_MONTH_OF = re.compile(r"\s*CAST\s*\(\s*date_trunc\s*\(\s*'month'\s*,\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\s*\)"
-                       r"\s+AS\s+DATE\s*\)\s*", re.I)
+_MONTH_OF = re.compile(rf"\s*CAST\s*\(\s*date_trunc\s*\(\s*'month'\s*,\s*{_COLUMN}\s*\)\s+AS\s+DATE\s*\)\s*", re.I)
 
 
 def _next_month(d: dt.date) -> dt.date:
