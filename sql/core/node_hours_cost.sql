@@ -17,7 +17,10 @@
 -- @kind: full
 -- @grain: one row per node x UTC hour in which it was active
 WITH data_end AS (
-    SELECT CAST(CAST(max(ts) AS DATE) + 1 AS TIMESTAMP) AS end_ts FROM stg.requests
+    -- the end of the latest day with calls: core.calls has one row per call of stg.requests, and its
+    -- day is a one-value dictionary column in each of its Parquet files (~60 bytes a row group), where
+    -- max(ts) of stg.requests read every call's timestamp (this model: 0.10 s at 1x, 0.35 s at 4x history of the 32M bench)
+    SELECT CAST(max(day) + 1 AS TIMESTAMP) AS end_ts FROM core.calls
 ),
 spans AS (
     SELECT n.node_id, n.provider, n.gpu_type, n.gpus, n.model, n.model_key, n.usd_per_gpu_hour AS node_usd_per_gpu_hour,

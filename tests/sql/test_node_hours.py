@@ -524,3 +524,30 @@ def test_node_hours_from_the_real_sglang_scrape(tmp_path):
     assert (r["gpu_util_mean"], r["energy_kwh"], r["cost_usd"]) == (None, None, D("0.75"))
     assert (r["calls_logged"], r["busy_seconds"], r["usage_cost_usd"], r["idle_cost_usd"]) == (
         1, 1.5, D("0.000313"), D("0.749687"))
+
+
+def test_a_node_without_active_to_is_paid_to_the_end_of_the_latest_day_with_calls():
+    """An empty active_to: until the end of the latest day with calls (core.calls' last day + 1),
+    from any call, API or self-hosted. Node from 2026-11-03 22:30; calls on 11-03 and, last, an API
+    call at 11-05 07:00, so the node is paid 22:30-24:00 on the 3rd (1.5 h), all of the 4th and 5th
+    (48 h): 49.5 h x 2 GPUs x 3.00 USD = 297.00 USD, in 2 + 48 = 50 node-hours (22:00 .. 11-05 23:00)."""
+    from warehouse.db import migrate, write_settings
+    from warehouse.transform import build
+
+    con = duckdb.connect()
+    migrate(con)
+    write_settings(con, Config().settings_row())
+    con.execute("INSERT INTO stg.nodes (file_id, line, node_id, provider, gpu_type, gpus, model, precision, "
+                "usd_per_gpu_hour, active_from, active_to) VALUES (1, 2, 'n0', 'p', 'H100', 2, 'm', NULL, 3.00, "
+                "TIMESTAMP '2026-11-03 22:30:00', NULL)")
+    calls = [("2026-11-03 23:00:00", "n0"), ("2026-11-04 12:00:00", "n0"), ("2026-11-05 07:00:00", None)]
+    for j, (ts, node) in enumerate(calls):
+        con.execute(f"INSERT INTO stg.requests ({REQUEST_COLUMNS_18}) VALUES (2, ?, ?, ?, 'm', ?, ?, 't', NULL, NULL, "
+                    "1000, NULL, 'openai_chat', 100, 0, 0, 0, 10)",
+                    [j, dt.datetime.fromisoformat(ts), f"r{j}", None if node else "openai", node])
+    for m in _needed("core.node_hours_cost"):
+        build(con, m)
+    hours, first, last, micro = con.sql("SELECT count(*), min(hour), max(hour), sum(cost_micro_usd) "
+                                        "FROM core.node_hours_cost WHERE node_id = 'n0'").fetchall()[0]
+    assert (hours, first, last) == (50, dt.datetime(2026, 11, 3, 22), dt.datetime(2026, 11, 5, 23))
+    assert micro == 297_000_000
