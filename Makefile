@@ -21,9 +21,10 @@ run: $(STAMP)
 	$(BIN)/thinktax demo
 
 # Two worker processes (pytest-xdist), each test file whole in one of them (its module fixtures
-# built once); TEST_WORKERS=0 runs in this process (docs/performance.md, "The test suite").
+# built once), the longest files first (tests/conftest.py, LONGEST_FILES; xdist's own order, most
+# tests first, is turned off); TEST_WORKERS=0 runs in this process (docs/performance.md, "The test suite").
 TEST_WORKERS ?= 2
-XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(XDIST)

@@ -114,6 +114,54 @@ _TIER_FIXTURES = {"server": "postgres", "validator": "venv", "spark": "spark", "
                   "connect_server": "spark"}
 
 
+# ---- the longest files first (make test: two xdist workers, each file whole in one) -----------
+# xdist hands a worker the next file when it is nearly done with its last one; by default it takes
+# the files with the most tests first, so the long files with one or two tests (a Spark build, a
+# rebuild loop) came last and one worker ran them while the other had nothing left. The Makefile
+# turns that order off (--no-loadscope-reorder) and the files below go first, longest first
+# (seconds of one worker, from `pytest --durations` of a whole run, 2026-12-06); the rest follow in
+# collection order. A stale figure only costs balance, never a test.
+LONGEST_FILES = {
+    "tests/warehouse/spark/test_parity.py": 390,
+    "tests/warehouse/spark/test_run_cli.py": 200,
+    "tests/warehouse/spark/test_parity_cases.py": 170,
+    "tests/warehouse/spark/test_shared_layout.py": 140,
+    "tests/warehouse/test_publish_under_load.py": 135,
+    "tests/warehouse/spark/test_spark_ingest.py": 135,
+    "tests/commands/test_alert.py": 75,
+    "tests/warehouse/test_parts.py": 60,
+    "tests/sources/test_otel_instrumentations.py": 60,
+    "tests/tools/test_bench_smoke.py": 50,
+    "tests/commands/test_run_and_sql.py": 50,
+    "tests/sql/test_allocation_property.py": 45,
+    "tests/pipelines/test_gx_checks.py": 40,
+    "tests/warehouse/test_incremental.py": 35,
+    "tests/pipelines/test_noop_imports.py": 30,
+    "tests/pipelines/test_instance_run.py": 30,
+    "tests/warehouse/spark/test_connect.py": 30,
+    "tests/warehouse/test_corpus.py": 27,
+    "tests/sources/test_requests_by_path.py": 25,
+    "tests/sources/test_otel.py": 24,
+    "tests/commands/test_exit_fast.py": 23,
+    "tests/commands/test_run_options.py": 21,
+}
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """Reorder ``items`` in place: the files of LONGEST_FILES first, longest first; a file's
+    own tests keep their order (a stable sort)."""
+    root = Path(__file__).resolve().parents[1]
+
+    def seconds(item: pytest.Item) -> int:
+        try:
+            rel = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
+        except ValueError:
+            return 0
+        return LONGEST_FILES.get(rel, 0)
+
+    items.sort(key=lambda item: -seconds(item))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:  # noqa: ARG001
     for item in items:
         if "spark" in Path(str(item.fspath)).parts[-2:-1]:
@@ -121,3 +169,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for fixture, marker in _TIER_FIXTURES.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(getattr(pytest.mark, marker))
+    _longest_first(items)
