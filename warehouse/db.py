@@ -193,15 +193,15 @@ COMPACT_SHARE = 0.25
 COMPACT_MIN_BYTES = 16 << 20
 
 
-def compact(path: Path) -> bool:
+def compact(path: Path, *, force: bool = False) -> bool:
     """Rewrite the DuckDB file at ``path`` without its free blocks (``COPY FROM DATABASE``: every
-    schema, table, view, macro, sequence, constraint and comment), if they are worth it. Returns
-    whether it did."""
+    schema, table, view, macro, sequence, constraint and comment), if they are worth it (``force``:
+    if it has any). Returns whether it did."""
     with connect(path) as con:
         row = con.execute("SELECT block_size, total_blocks, free_blocks FROM pragma_database_size() "
                           "WHERE database_name = current_database()").fetchall()[0]
     block, total, free = row
-    if not total or free < total * COMPACT_SHARE or free * block < COMPACT_MIN_BYTES:
+    if not total or not free or (not force and (free < total * COMPACT_SHARE or free * block < COMPACT_MIN_BYTES)):
         return False
     tmp = path.with_name(path.name + ".compact")
     tmp.unlink(missing_ok=True)

@@ -426,6 +426,28 @@ def test_a_build_file_with_many_free_blocks_is_rewritten_without_them_keeping_ev
     assert not compact(path)  # nothing left to gain
 
 
+def test_a_file_under_the_compaction_thresholds_is_kept_unless_forced(tmp_path: Path):
+    """A few free blocks (under COMPACT_MIN_BYTES) are not worth a rewrite at publish; ``force``
+    (the benchmark's history copies) rewrites a file that has any, and one with none is left alone."""
+    from warehouse.db import COMPACT_MIN_BYTES, compact, connect  # noqa: PLC0415
+
+    path = tmp_path / "f.duckdb"
+    with connect(path) as con:
+        con.execute("CREATE TABLE keep AS SELECT range AS i FROM range(1000)")
+        con.execute("CREATE TABLE gone AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(100000)")
+        con.execute("CHECKPOINT")
+        con.execute("DROP TABLE gone")
+        con.execute("CHECKPOINT")
+        block, free = con.execute("SELECT block_size, free_blocks FROM pragma_database_size()").fetchall()[0]
+    assert 0 < free * block < COMPACT_MIN_BYTES
+    before = path.stat().st_size
+    assert not compact(path) and path.stat().st_size == before
+    assert compact(path, force=True) and path.stat().st_size < before
+    with connect(path) as con:
+        assert con.execute("SELECT count(*), sum(i) FROM keep").fetchall() == [(1000, 499500)]
+    assert not compact(path, force=True)  # no free block left
+
+
 def test_a_large_request_file_is_written_once_as_its_own_file_and_a_failed_group_leaves_none(
         landing: Path, tmp_path: Path, monkeypatch):
     """A request file of at least ``PART_ROWS`` rows goes straight to a Parquet file of its own
