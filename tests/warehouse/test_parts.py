@@ -392,24 +392,34 @@ def test_a_damaged_file_of_stg_requests_stops_even_a_full_rebuild(landing: Path,
         assert _sha(wh) == published
 
 
+def _with_a_dropped_table(path: Path, rows: int, keep: list[str]) -> None:
+    """A DuckDB file at ``path`` with schema ``ops``, the statements ``keep`` and the free blocks of a
+    dropped table of ``rows`` rows (DuckDB reuses them but never gives them back)."""
+    from warehouse.db import connect  # noqa: PLC0415
+
+    with connect(path) as con:
+        con.execute("CREATE SCHEMA ops")
+        con.execute(f"CREATE TABLE ops.big AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range({rows})")
+        con.execute("CHECKPOINT")
+        for sql in keep:
+            con.execute(sql)
+        con.execute("CHECKPOINT")
+        con.execute("DROP TABLE ops.big")
+        con.execute("CHECKPOINT")
+
+
 def test_a_build_file_with_many_free_blocks_is_rewritten_without_them_keeping_everything(tmp_path: Path):
     """DuckDB reuses a dropped table's blocks but never gives them back; a run copies the published
     file whole, so ``compact`` (called by ``Build.publish``) rewrites a file that is mostly free."""
     from warehouse.db import compact, connect  # noqa: PLC0415
 
     path = tmp_path / "b.duckdb"
-    with connect(path) as con:
-        con.execute("CREATE SCHEMA ops")
-        con.execute("CREATE TABLE ops.big AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(1500000)")
-        con.execute("CHECKPOINT")
-        con.execute("CREATE TABLE ops.small (k VARCHAR PRIMARY KEY, v INTEGER NOT NULL DEFAULT 3)")
-        con.execute("INSERT INTO ops.small VALUES ('a', 1), ('b', 2)")
-        con.execute("COMMENT ON COLUMN ops.small.v IS 'the v, in tokens'")
-        con.execute("CREATE VIEW ops.w AS SELECT k, v + 1 AS v1 FROM ops.small")
-        con.execute("CREATE MACRO ops.twice(x) AS 2 * x")
-        con.execute("CHECKPOINT")
-        con.execute("DROP TABLE ops.big")
-        con.execute("CHECKPOINT")
+    _with_a_dropped_table(path, 1_500_000, [
+        "CREATE TABLE ops.small (k VARCHAR PRIMARY KEY, v INTEGER NOT NULL DEFAULT 3)",
+        "INSERT INTO ops.small VALUES ('a', 1), ('b', 2)",
+        "COMMENT ON COLUMN ops.small.v IS 'the v, in tokens'",
+        "CREATE VIEW ops.w AS SELECT k, v + 1 AS v1 FROM ops.small",
+        "CREATE MACRO ops.twice(x) AS 2 * x"])
     before = path.stat().st_size
     assert before > 20 << 20  # the dropped table's blocks are still in the file
     assert compact(path)
@@ -432,19 +442,15 @@ def test_a_file_under_the_compaction_thresholds_is_kept_unless_forced(tmp_path: 
     from warehouse.db import COMPACT_MIN_BYTES, compact, connect  # noqa: PLC0415
 
     path = tmp_path / "f.duckdb"
+    _with_a_dropped_table(path, 100_000, ["CREATE TABLE ops.keep AS SELECT range AS i FROM range(1000)"])
     with connect(path) as con:
-        con.execute("CREATE TABLE keep AS SELECT range AS i FROM range(1000)")
-        con.execute("CREATE TABLE gone AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(100000)")
-        con.execute("CHECKPOINT")
-        con.execute("DROP TABLE gone")
-        con.execute("CHECKPOINT")
         block, free = con.execute("SELECT block_size, free_blocks FROM pragma_database_size()").fetchall()[0]
     assert 0 < free * block < COMPACT_MIN_BYTES
     before = path.stat().st_size
     assert not compact(path) and path.stat().st_size == before
     assert compact(path, force=True) and path.stat().st_size < before
     with connect(path) as con:
-        assert con.execute("SELECT count(*), sum(i) FROM keep").fetchall() == [(1000, 499500)]
+        assert con.execute("SELECT count(*), sum(i) FROM ops.keep").fetchall() == [(1000, 499500)]
     assert not compact(path, force=True)  # no free block left
 
 
