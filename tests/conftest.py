@@ -116,8 +116,8 @@ _TIER_FIXTURES = {"server": "postgres", "validator": "venv", "spark": "spark", "
 
 # ---- the longest files first (make test: two xdist workers, each file whole in one) -----------
 # xdist hands a worker the next file when it is nearly done with its last one; by default it takes
-# the files with the most tests first, so the long files with one or two tests (a Spark build, a
-# rebuild loop) came last and one worker ran them while the other had nothing left. The Makefile
+# the files with the most tests first, so the long files with one to five tests (a Spark build, a
+# rebuild loop) came last, where one of them can keep a worker busy after the other is done. The Makefile
 # turns that order off (--no-loadscope-reorder) and the files below go first, longest first
 # (seconds of one worker, from `pytest --durations` of a whole run, 2026-12-06); the rest follow in
 # collection order. A stale figure only costs balance, never a test.
