@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import sys
+from pathlib import Path
 
 import duckdb
 
@@ -65,9 +66,36 @@ def render_for_spark(spark, text: str) -> str:  # noqa: ANN001
         return text  # already Spark SQL, or Spark says what is wrong with it
 
 
-def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[tuple]]:  # noqa: ANN001
-    from pathlib import Path  # noqa: PLC0415
+class WarehouseMismatch(Exception):
+    """--warehouse names another DuckDB file than the one the Spark folder was published with."""
 
+
+def paired_warehouse(where: Path, warehouse: Path, named: bool) -> Path:
+    """The DuckDB file to read beside the Spark folder ``where``: the one its last local run was
+    published with (recorded in its CURRENT), unless that is unknown (a folder published before it
+    was recorded: ``warehouse``). ``named``: ``warehouse`` came from --warehouse; then it must be that
+    same file (WarehouseMismatch otherwise), or the recorded one must be gone (the pair was moved)."""
+    from warehouse.spark.engine import built_with  # noqa: PLC0415
+
+    recorded = built_with(where)
+    if recorded is None or recorded == warehouse.resolve():
+        return warehouse
+    if named and recorded.exists():
+        raise WarehouseMismatch(
+            f"the Spark warehouse {where} was published with {recorded}, not {warehouse}: answering from "
+            f"one with the other would mix two warehouses (drop --warehouse, or name {recorded})")
+    if named:
+        print(f"thinktax: the Spark warehouse {where} was published with {recorded}, which is gone; "
+              f"reading {warehouse} beside it as named by --warehouse", file=sys.stderr)
+        return warehouse
+    if not recorded.exists():
+        raise FileNotFoundError(
+            f"the Spark warehouse {where} was published with {recorded}, which is gone; name the DuckDB file "
+            f"published with it by --warehouse (a moved pair)")
+    return recorded
+
+
+def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[tuple]]:  # noqa: ANN001
     from warehouse.spark.build import session  # noqa: PLC0415
     from warehouse.spark.engine import attach, local_session  # noqa: PLC0415
 
@@ -77,6 +105,7 @@ def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[t
         where = Path(args.spark_warehouse) if args.spark_warehouse else warehouse.parent / "spark"
         if not where.is_dir():
             raise FileNotFoundError(f"no Spark warehouse at {where} (run `thinktax run --engine spark` first)")
+        warehouse = paired_warehouse(where, warehouse, named=bool(args.warehouse))
         spark = local_session(where)
         attach(spark, where, warehouse)
     df = spark.sql(render_for_spark(spark, args.query))
@@ -93,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         try:
             cols, rows = _spark_query(args, warehouse)
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, WarehouseMismatch) as exc:
             print(f"thinktax: {exc}", file=sys.stderr)
             return 2
         except Exception as exc:  # noqa: BLE001 - pyspark's AnalysisException and friends
@@ -130,12 +159,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _spark_beside(args: argparse.Namespace, warehouse):  # noqa: ANN001, ANN202
     """The Spark warehouse folder a local Spark run published next to ``warehouse`` (it holds
-    CURRENT), if any and if pyspark is installed; else None."""
-    from pathlib import Path  # noqa: PLC0415
+    CURRENT, and was published with it), if any and if pyspark is installed; else None."""
+    from warehouse.spark.engine import built_with  # noqa: PLC0415
 
     folder = Path(args.spark_warehouse) if getattr(args, "spark_warehouse", None) else warehouse.parent / "spark"
     if getattr(args, "spark_remote", None) or not (folder / "CURRENT").is_file():
         return None
+    recorded = built_with(folder)
+    if recorded is not None and recorded != warehouse.resolve():
+        return None  # that folder was published with another DuckDB file: never answer from it
     try:
         import pyspark  # noqa: F401, PLC0415
     except ImportError:

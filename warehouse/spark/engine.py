@@ -62,24 +62,45 @@ def local_session(spark_warehouse: Path):  # noqa: ANN201
 CURRENT = "CURRENT"  # in the Spark warehouse folder: the name of the published local build
 
 
+# CURRENT's lines: the build id, then ``warehouse=<absolute path>``, the DuckDB file published with
+# that build (issue 40: `thinktax sql --engine spark --spark-warehouse DIR` answers from the file the
+# folder was built with, never from another). A folder published before issue 40 has the first line only.
+_WAREHOUSE_KEY = "warehouse="
+
+
+def _current_lines(spark_warehouse: Path) -> list[str]:
+    pointer = spark_warehouse / CURRENT
+    return pointer.read_text().splitlines() if pointer.is_file() else []
+
+
 def current_build(spark_warehouse: Path) -> Path:
     """The folder of the published local build's model tables: ``builds/<id>`` named by CURRENT;
     the Spark warehouse folder itself for a folder written before builds had folders of their own."""
-    pointer = spark_warehouse / CURRENT
-    if pointer.is_file():
-        name = pointer.read_text().strip()
-        if name and (spark_warehouse / "builds" / name).is_dir():
-            return spark_warehouse / "builds" / name
+    lines = _current_lines(spark_warehouse)
+    name = lines[0].strip() if lines else ""
+    if name and (spark_warehouse / "builds" / name).is_dir():
+        return spark_warehouse / "builds" / name
     return spark_warehouse
 
 
-def _publish_local(spark_warehouse: Path, build_id: str) -> None:
-    """Point CURRENT at this build (write a temporary file, then one atomic rename); builds older
-    than the one it replaced are removed (that one is kept: a reader may still be on it)."""
+def built_with(spark_warehouse: Path) -> Path | None:
+    """The DuckDB file the published local build under ``spark_warehouse`` was published with
+    (CURRENT's ``warehouse=`` line), or None where CURRENT does not say (no local build published,
+    or one published before issue 40)."""
+    for line in _current_lines(spark_warehouse)[1:]:
+        if line.startswith(_WAREHOUSE_KEY) and line[len(_WAREHOUSE_KEY):].strip():
+            return Path(line[len(_WAREHOUSE_KEY):].strip())
+    return None
+
+
+def _publish_local(spark_warehouse: Path, build_id: str, warehouse: Path | None = None) -> None:
+    """Point CURRENT at this build (write a temporary file, then one atomic rename), recording the
+    DuckDB file ``warehouse`` published with it; builds older than the one it replaced are removed
+    (that one is kept: a reader may still be on it)."""
     builds = spark_warehouse / "builds"
     previous = current_build(spark_warehouse)
     tmp = spark_warehouse / f".{CURRENT}.{build_id}"
-    tmp.write_text(build_id + "\n")
+    tmp.write_text(build_id + "\n" + (f"{_WAREHOUSE_KEY}{Path(warehouse).resolve()}\n" if warehouse is not None else ""))
     os.replace(tmp, spark_warehouse / CURRENT)
     for old in builds.iterdir() if builds.is_dir() else ():
         if old.name != build_id and old != previous:
@@ -348,7 +369,7 @@ class SparkEngine:
     def publish(self) -> None:
         self.say(f"publish: {self.warehouse}")
         if self.local:
-            _publish_local(self.spark_warehouse, self.build_id)
+            _publish_local(self.spark_warehouse, self.build_id, self.warehouse)
         elif self.journal is not None:
             self.journal.commit()
 

@@ -9,6 +9,7 @@ tables, so it runs after test_parity.py (file order), whose comparisons are alre
 from __future__ import annotations
 
 from decimal import Decimal as D
+from pathlib import Path
 
 import pytest
 
@@ -162,6 +163,13 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     assert rc == 0, out
     assert "[spark] economics:" in out and "[spark] publish:" in out  # progress lines
 
+    # issue 40: a default warehouse with other data (the demo `make run` publishes into ./var; this test's
+    # working folder is a temporary one, tests/conftest.py): the Spark folder answers from the DuckDB file it was published with
+    # (recorded in its CURRENT), never from the default one
+    other = write_files(tmp_path / "other_landing", MINI_FILES)
+    assert main(["run", "--landing", str(other), "--quiet"]) == 0
+    default = Path.cwd() / "var" / "thinktax.duckdb"
+    assert default.is_file() and (tmp_path / "spark" / "CURRENT").read_text().splitlines()[1] == f"warehouse={warehouse}"
     spark_sql = ["sql", "--engine", "spark", "--spark-warehouse", str(tmp_path / "spark"), "--format", "json"]
     # hand-worked (tests/pipelines/test_economics_marts.py): d1 in June, 3 calls $0.027; at 0.018 USD per GPU-hour
     # 1 x 0.018 x 730 = $13.14 a month, savings 0.027 - 13.14 = -$13.113; the same row as DuckDB's
@@ -171,6 +179,16 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     assert [(r["api_calls"], r["api_spend_usd"], r["self_host_usd_per_month"], r["savings_usd"]) for r in d1] == [
         (3, "0.027000", "13.140000", "-13.113000")]
     assert d1 == sql_json(capsys, ["sql", "--warehouse", str(ref), "--format", "json", d1_sql])
+    # the default warehouse has no d1 (the mini landing's deployments): the rows above are not from it
+    assert sql_json(capsys, ["sql", "--format", "json", "SELECT count(*) AS n FROM marts.self_host_breakeven "
+                             "WHERE deployment = 'd1-h200-fp8'"]) == [{"n": 0}]
+    # naming another DuckDB file than the folder's own is a clear error (exit 2), not a silent mix
+    capsys.readouterr()
+    assert main([*spark_sql[:5], "--warehouse", str(default), d1_sql]) == 2
+    err = capsys.readouterr().err
+    assert f"was published with {warehouse}, not {default}" in err
+    # naming its own file is the same answer
+    assert sql_json(capsys, [*spark_sql, "--warehouse", str(warehouse), d1_sql]) == d1
 
     marts = [m.table for m in load_tables() if m.schema == "marts"] + [e.table for e in ECONOMICS]
     differ = {}
