@@ -95,14 +95,95 @@ def real_sheet_landing(root: Path, requests: dict[str, list[dict]], sheet: Path 
     return landing
 
 
+# ---- every test on its own paths (issue 40) ----------------------------------------------------
+# No test reads or writes the checkout's var/, landing/ or thinktax.toml: `make run` then `make test`
+# (the README's order, and .ci/run's) must not let the demo's published warehouse answer a test, nor a
+# test change the demo. The session runs in a temporary folder with the runtime variables unset (so
+# module- and session-scoped fixtures that rely on the defaults write there), each test in an empty
+# folder of its own (defaults: <it>/landing, <it>/var/thinktax.duckdb, <it>/thinktax.toml), and
+# the session fails when the checkout's runtime paths changed (pytest_sessionfinish below).
+RUNTIME_VARS = ("THINKTAX_LANDING", "THINKTAX_WAREHOUSE", "THINKTAX_CONFIG")
+GUARDED = ("var", "landing", "thinktax.toml")  # the checkout's runtime paths (README, "Defaults")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_paths(tmp_path_factory: pytest.TempPathFactory) -> None:
+    import os  # noqa: PLC0415
+
+    home = tmp_path_factory.mktemp("session_cwd")
+    saved = {k: os.environ.get(k) for k in (*RUNTIME_VARS, "DAGSTER_HOME")}
+    cwd = Path.cwd()
+    for var in RUNTIME_VARS:
+        os.environ.pop(var, None)
+    os.environ["DAGSTER_HOME"] = str(home / "dagster_home")
+    os.chdir(home)
+    yield
+    os.chdir(cwd)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def checkout_state(root: Path) -> dict[str, tuple[int, int]]:
+    """What the runtime paths under ``root`` hold: relative path -> (size, mtime ns) of each file and
+    (-1, 0) of each folder."""
+    state: dict[str, tuple[int, int]] = {}
+    for name in GUARDED:
+        top = root / name
+        for p in [top, *(top.rglob("*") if top.is_dir() else ())]:
+            try:
+                st = p.lstat()
+            except FileNotFoundError:
+                continue
+            state[p.relative_to(root).as_posix()] = (-1, 0) if p.is_dir() else (st.st_size, st.st_mtime_ns)
+    return state
+
+
+def _guard_root() -> Path:
+    import os  # noqa: PLC0415
+
+    return Path(os.environ.get("THINKTAX_TEST_GUARD_ROOT") or REPO)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist)
+        session.config.stash[_GUARD_KEY] = checkout_state(_guard_root())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:  # noqa: ARG001
+    before = session.config.stash.get(_GUARD_KEY, None)
+    if before is None:
+        return
+    after = checkout_state(_guard_root())
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    if changed:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        msg = (f"tests changed the checkout's runtime paths ({_guard_root()}: {', '.join(GUARDED)}), which no test "
+               f"may touch (issue 40): {', '.join(changed[:10])}" + (f" and {len(changed) - 10} more" if len(changed) > 10 else ""))
+        if reporter is not None:
+            reporter.write_line(f"ERROR: {msg}", red=True, bold=True)
+        else:
+            print(f"ERROR: {msg}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_GUARD_KEY = pytest.StashKey[dict]()
+
+
 @pytest.fixture(autouse=True)
-def _isolated_dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_dagster_home(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # an empty working folder of its own, beside tmp_path (a test's own thinktax.toml or landing/ in
+    # tmp_path is not read by the defaults unless the test changes into tmp_path itself)
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
     # Great Expectations validates in the test process (imported once per pytest process), not in a
     # worker process per run (a ~4 s import each); the worker is tested where a test turns it on
     # (tests/pipelines/test_gx_checks.py, tests/commands/test_exit_fast.py)
     monkeypatch.setenv("THINKTAX_GX_WORKER", "0")
-    for var in ("THINKTAX_LANDING", "THINKTAX_WAREHOUSE", "THINKTAX_CONFIG"):
+    for var in RUNTIME_VARS:
         monkeypatch.delenv(var, raising=False)
 
 

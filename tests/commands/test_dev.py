@@ -51,7 +51,7 @@ def test_dev_serves_the_ui_and_stops_its_whole_group(tmp_path: Path, monkeypatch
     with open(log, "wb") as out:
         # its own session, so that signalling it cannot reach pytest's process group
         wrapper = subprocess.Popen([sys.executable, "-m", "thinktax.cli", "dev", "--port", str(port), "--grace", "20"],
-                                   cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                   env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         pgid = None
         names: set[str] = set()

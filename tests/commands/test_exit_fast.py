@@ -18,7 +18,7 @@ from tests.conftest import REPO
 def _thinktax(*args: str) -> subprocess.CompletedProcess:
     # as a user runs it: Great Expectations in its worker process (off in the rest of the suite)
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "THINKTAX_GX_WORKER": "1"}
-    return subprocess.run([sys.executable, "-m", "thinktax.cli", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "thinktax.cli", *args], env=env,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -52,7 +52,7 @@ def test_a_failed_run_process_exits_1_and_says_all_of_it(mini_landing: Path, tmp
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     slow = subprocess.run([sys.executable, "-c", "import sys; from thinktax.cli import main; "
                            f"sys.exit(main(['run', '--landing', {str(mini_landing)!r}, '--warehouse', {str(wh)!r}]))"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+                          env=env, capture_output=True, text=True, timeout=600)
     assert slow.returncode == 1
     last = lambda err: [x for x in err.splitlines() if x.strip()][-1]  # noqa: E731
     assert last(proc.stderr) == last(slow.stderr)

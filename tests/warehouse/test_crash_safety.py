@@ -102,7 +102,7 @@ def kill_inside_transaction(tmp_path: Path, victim: str, mode: str, *args: str) 
     env = {k: v for k, v in os.environ.items() if not k.startswith("THINKTAX_")}
     env["DAGSTER_HOME"] = str(tmp_path / "dagster_home")
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.Popen([sys.executable, "-c", VICTIM, str(marker), victim, mode, *args], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-c", VICTIM, str(marker), victim, mode, *args], env=env,
                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120

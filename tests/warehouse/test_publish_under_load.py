@@ -202,7 +202,7 @@ def test_a_run_killed_mid_way_leaves_the_published_file_and_the_next_run_complet
     write(landing, {"telemetry/requests/batch-001.jsonl": batch(1)})
     proc = subprocess.Popen([sys.executable, "-c", KILLABLE_RUN, "run", "--landing", str(landing),
                              "--warehouse", str(wh), "--quiet"],
-                            cwd=REPO, env=subprocess_env(tmp_path), start_new_session=True,
+                            env=subprocess_env(tmp_path), start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
