@@ -18,6 +18,7 @@ import dagster as dg
 import duckdb
 
 from models import forecast
+from warehouse.anomalies import build_spend_anomalies
 from warehouse.buying_options import build_buying_options
 from warehouse.economics import Built, build_gpu_sizing, build_self_host_breakeven
 from warehouse.outlook import (
@@ -128,6 +129,13 @@ ECONOMICS = (
         "self-hosted (marts.self_host_breakeven), monthly at the observed and the forecast volume, the cheapest, and "
         "the volumes at which the fixed options overtake on demand. grain: provider x model.",
         build_buying_options,
+    ),
+    PythonMart(
+        "marts.spend_anomalies", frozenset({"ops.settings", "core.call_costs", "stg.anomaly_feedback"}),
+        "Spend, calls and reasoning tokens per call of every series (all, team, model, task type) against a robust "
+        "baseline (median / MAD of the same day type over [anomaly] adapt_days): band, impact in USD and %, anomaly "
+        "episodes, root cause, feedback. grain: day x metric x scope x scope_value.",
+        build_spend_anomalies,
     ),
 )
 
