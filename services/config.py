@@ -106,8 +106,8 @@ class Anomaly:
     # a day is anomalous only when its excess beats both floors (the excess in USD, and in percent of expected)
     min_impact_usd: float = 100.0
     min_impact_pct: float = 25.0
-    # spend_anomaly alerts: once per episode of a series of these scopes; 'scope' = every metric,
-    # 'scope:metric' = that metric only (metrics: cost_usd, calls, reasoning_tokens_per_call)
+    # spend_anomaly alerts: once per episode of a series of these scopes; 'scope' = its cost_usd and
+    # reasoning_tokens_per_call, 'scope:metric' = that metric only (cost_usd, calls, reasoning_tokens_per_call)
     alert_scopes: tuple[str, ...] = ("team", "task_type:reasoning_tokens_per_call")
 
 

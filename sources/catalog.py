@@ -162,13 +162,18 @@ def _day(row: Row, field: str) -> dt.date:
 def _anomaly_feedback(row: Row) -> dict:
     """catalog/anomaly_feedback.csv: ``scope,scope_value,from,to,label`` (issue 42); ``to`` on or after
     ``from``; the scope and label are checked against the staging contract (lower case)."""
+    scope = (_text(row, "scope", required=True) or "").strip().lower()
+    if scope not in ("all", *contract.ANOMALY_SCOPES):
+        raise FieldError("scope", f"not a scope of marts.spend_anomalies ({', '.join(('all', *contract.ANOMALY_SCOPES))}): "
+                                  f"{row.get('scope')!r}")
+    label = (_text(row, "label", required=True) or "").strip().lower()
+    if label not in ("planned", "not_anomaly"):
+        raise FieldError("label", f"not planned or not_anomaly: {row.get('label')!r}")
     start, end = _day(row, "from"), _day(row, "to")
     if end < start:
         raise FieldError("to", f"before from: {row.get('to')} < {row.get('from')}")
-    return {"scope": (_text(row, "scope", required=True) or "").strip().lower(),
-            "scope_value": _text(row, "scope_value", required=True),
-            "from_day": start, "to_day": end,
-            "label": (_text(row, "label", required=True) or "").strip().lower()}
+    return {"scope": scope, "scope_value": _text(row, "scope_value", required=True),
+            "from_day": start, "to_day": end, "label": label}
 
 
 def _principal(row: Row) -> dict:

@@ -44,8 +44,9 @@ are one episode; ``episode_id`` = ``<metric>:<scope>=<scope_value>:<first day>``
 
 Root cause: for an anomalous day of a series, every other scope of ``SCOPES`` splits it into child
 series (team x task type, ...; for ``all``: every scope) scored by the same method; the child with
-the largest positive ``impact_usd`` is ``root_cause`` (``'<scope>=<value>'``) and its impact over the
-parent's is ``root_cause_share`` (ties: ``SCOPES`` order, then the value).
+the largest positive ``impact_usd`` is ``root_cause`` (``'<scope>=<value>'``; ties: ``SCOPES`` order,
+then the value) and ``root_cause_share`` is its impact over the sum of the positive impacts of its
+scope's children (0-1: how much of the rise that scope's values show is this one's).
 
 Feedback: ``catalog/anomaly_feedback.csv`` (``stg.anomaly_feedback``, the newest file in force),
 ``scope,scope_value,from,to,label`` with label ``planned`` or ``not_anomaly``: a row whose day is in
@@ -157,7 +158,7 @@ parent AS (
 ),
 causes AS (
     SELECT c.metric, c.scope, c.scope_value, c.day, c.child_scope || '=' || c.child_value AS root_cause,
-           c.impact AS cause_impact
+           c.impact / sum(c.impact) OVER (PARTITION BY c.metric, c.scope, c.scope_value, c.day, c.child_scope) AS share
     FROM scored c JOIN parent p USING (metric, scope, scope_value, day)
     WHERE c.child_scope <> '' AND p.is_anomaly AND c.impact > 0
     QUALIFY row_number() OVER (PARTITION BY c.metric, c.scope, c.scope_value, c.day
@@ -180,7 +181,7 @@ fb AS (
     SELECT * FROM ({fb}) WHERE label IN {FEEDBACK_LABELS}
 ),
 labelled AS (
-    SELECT p.*, e.episode_id, c.root_cause, c.cause_impact,
+    SELECT p.*, e.episode_id, c.root_cause, c.share,
            (SELECT max(f.label) FROM fb f
             WHERE f.scope = p.scope AND f.scope_value = p.scope_value AND p.day BETWEEN f.from_day AND f.to_day) AS day_label
     FROM parent p
@@ -193,7 +194,7 @@ final AS (
            CAST(round(impact, 6) AS DECIMAL(18,6)) AS impact_usd,
            round(impact_pct, 4) AS impact_pct,
            is_anomaly, episode_id, root_cause,
-           CASE WHEN root_cause IS NOT NULL AND impact > 0 THEN round(cause_impact / impact, 4) END AS root_cause_share,
+           round(share, 4) AS root_cause_share,
            CASE WHEN episode_id IS NULL THEN day_label
                 ELSE max(day_label) OVER (PARTITION BY episode_id) END AS feedback,
            CAST(n_hist AS INTEGER) AS history_points,
