@@ -138,3 +138,50 @@ def test_alert_scopes_choose_the_series(tmp_path: Path):
         sent = sorted((b["episode_id"], b["impact_usd"]) for b in rx.bodies if b["alert"] == "spend_anomaly")
     assert sent == [("calls:team=search:2025-06-04", 400.4), ("cost_usd:model=api-model:2025-06-04", 400.4)]
     con.close()
+
+
+def test_report_section_names_the_episode_and_draws_its_band(tmp_path: Path):
+    """The report's anomalies section: the spike's episodes ($400.40 each, shown as $400: cost and calls of
+    team search, model api-model and task type qa), team first and spend before calls, with the root
+    cause; a band chart for each of the top two, each with its one anomalous day as a red dot."""
+    from services import report
+
+    landing = write_files(tmp_path / "landing", PRICES | {"telemetry/requests/night1.jsonl": calls(days(0, 34, (34,)))})
+    con, _ = build_warehouse(landing, tmp_path / "wh" / "t.duckdb")
+    build_spend_anomalies(con)
+    html = report._anomalies(con)
+    charts = html.split("<table")[0]
+    assert charts.index("API spend of team search") < charts.index("calls of team search")
+    table = html.split("<table")[1]
+    assert table.count("<tr>") - 1 == 6 and table.count(">$400<") == 6 and "model=api-model (100%)" in table
+    assert charts.count("<circle") == 2  # two charts, one anomalous day each
+    con.close()
+
+
+def test_the_dagster_check_warns_and_the_run_still_publishes(tmp_path: Path):
+    """The whole graph on the spike's landing folder: the run succeeds and publishes, and the
+    no_recent_anomaly check of marts.spend_anomalies fails with severity WARN naming the episode."""
+    import dagster as dg
+    import duckdb
+
+    from pipelines.defs.resources import ThinktaxResource
+    from pipelines.definitions import defs
+
+    landing = write_files(tmp_path / "landing", PRICES | {"telemetry/requests/night1.jsonl": calls(days(0, 34, (34,)))})
+    wh = tmp_path / "wh" / "thinktax.duckdb"
+    (tmp_path / "dh").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dh")) as instance:
+        result = dg.materialize(
+            [a for a in defs.assets if isinstance(a, dg.AssetsDefinition)] + list(defs.asset_checks or []),
+            instance=instance, partition_key="2025-06-04",
+            resources={"thinktax": ThinktaxResource(landing=str(landing), warehouse=str(wh))})
+        assert result.success
+        evals = {e.check_name: e for e in result.get_asset_check_evaluations()}
+        check = evals["no_recent_anomaly"]
+        assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+        names = [e["episode_id"] for e in check.metadata["episodes"].value]
+        assert "cost_usd:team=search:2025-06-04" in names
+        assert all(e.passed for name, e in evals.items() if name != "no_recent_anomaly")
+    with duckdb.connect(str(wh), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM marts.spend_anomalies WHERE is_anomaly AND scope = 'team' "
+                           "AND metric = 'cost_usd'").fetchone()[0] == 1
