@@ -210,7 +210,7 @@ def _params(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
                                       "WHERE table_schema = 'ops' AND table_name = 'settings'").fetchall()}
     names = {f"anomaly_{k}": v for k, v in DEFAULTS.items()}
     have = [n for n in names if n in cols]
-    row = con.execute(f"SELECT {', '.join(have)} FROM ops.settings").fetchone() if have else ()
+    row = con.execute(f"SELECT {', '.join(have)} FROM ops.settings").fetchall()[0] if have else ()
     out = dict(names) | dict(zip(have, row or (), strict=False))
     return {k.removeprefix("anomaly_"): v for k, v in out.items()}
 
@@ -230,5 +230,5 @@ def build_spend_anomalies(con: duckdb.DuckDBPyConnection):  # noqa: ANN201 - war
                         min_history_days=int(p["min_history_days"]), min_impact_usd=float(p["min_impact_usd"]),
                         min_impact_pct=float(p["min_impact_pct"]), feedback=feedback)
     con.execute(f"CREATE OR REPLACE TABLE {SPEND_ANOMALIES} AS {sql}")
-    built.rows = con.execute(f"SELECT count(*) FROM {SPEND_ANOMALIES}").fetchone()[0]
+    built.rows = con.execute(f"SELECT count(*) FROM {SPEND_ANOMALIES}").fetchall()[0][0]
     return _finish(built)
