@@ -252,3 +252,25 @@ def test_config_defaults_match_the_mart_and_bad_values_are_named():
         _check(Config(anomaly=Anomaly(alert_scopes=("region",))))
     with pytest.raises(ConfigError, match="'team:tokens'"):
         _check(Config(anomaly=Anomaly(alert_scopes=("team:tokens",))))
+
+
+def test_anomaly_settings_load_from_toml(tmp_path):
+    """thinktax.toml.example's [anomaly] is the defaults; a TOML list of alert_scopes is read; an
+    unknown key and a wrong type are errors naming the file or the setting."""
+    from pathlib import Path
+
+    from services.config import load_config
+
+    example = Path(__file__).resolve().parents[2] / "thinktax.toml.example"
+    assert load_config(example).anomaly == Anomaly()
+    p = tmp_path / "t.toml"
+    p.write_text('[anomaly]\nmin_impact_usd = 10\nalert_scopes = ["model", "team:calls"]\n')
+    got = load_config(p).anomaly
+    assert (got.min_impact_usd, got.alert_scopes) == (10, ("model", "team:calls"))
+    assert load_config(p).settings_row()["anomaly_min_impact_usd"] == 10.0
+    p.write_text("[anomaly]\nfloor = 3\n")
+    with pytest.raises(ConfigError, match="floor"):
+        load_config(p)
+    p.write_text('[anomaly]\nadapt_days = "two weeks"\n')
+    with pytest.raises(ConfigError, match="anomaly.adapt_days"):
+        load_config(p)
