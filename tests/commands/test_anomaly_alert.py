@@ -185,3 +185,23 @@ def test_the_dagster_check_warns_and_the_run_still_publishes(tmp_path: Path):
     with duckdb.connect(str(wh), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM marts.spend_anomalies WHERE is_anomaly AND scope = 'team' "
                            "AND metric = 'cost_usd'").fetchone()[0] == 1
+
+
+def test_the_mart_needs_only_the_call_columns_a_spark_run_brings_over(tmp_path: Path):
+    """On a Spark run the DuckDB build holds core.call_costs as CALL_COSTS_COLUMNS only
+    (warehouse/spark/economics.py, the scope columns included from ANOMALY_SCOPES): the mart built from
+    those columns is the same."""
+    from warehouse.spark.economics import CALL_COSTS_COLUMNS
+
+    landing = write_files(tmp_path / "landing", PRICES | {"telemetry/requests/night1.jsonl": calls(days(0, 34, (34,)))})
+    con, _ = build_warehouse(landing, tmp_path / "wh" / "t.duckdb")
+    build_spend_anomalies(con)
+    before = con.execute("SELECT * EXCLUDE (build_id) FROM marts.spend_anomalies ORDER BY ALL").fetchall()
+    assert any(r for r in before if r[10])  # is_anomaly: not a comparison of quiet tables
+    con.execute("CREATE TABLE main.full_call_costs AS SELECT * FROM core.call_costs")
+    con.execute("DROP VIEW IF EXISTS core.call_costs")
+    con.execute("DROP TABLE IF EXISTS core.call_costs")
+    con.execute(f"CREATE TABLE core.call_costs AS SELECT {', '.join(CALL_COSTS_COLUMNS)} FROM main.full_call_costs")
+    build_spend_anomalies(con)
+    assert con.execute("SELECT * EXCLUDE (build_id) FROM marts.spend_anomalies ORDER BY ALL").fetchall() == before
+    con.close()
