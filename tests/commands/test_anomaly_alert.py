@@ -158,6 +158,7 @@ def test_report_section_names_the_episode_and_draws_its_band(tmp_path: Path):
     con.close()
 
 
+@pytest.mark.slow  # the whole Dagster graph (~1 min on 2 cores): not in `make check`
 def test_the_dagster_check_warns_and_the_run_still_publishes(tmp_path: Path):
     """The whole graph on the spike's landing folder: the run succeeds and publishes, and the
     no_recent_anomaly check of marts.spend_anomalies fails with severity WARN naming the episode."""
