@@ -40,6 +40,12 @@ rules, runs for three more kinds (``ops.alert_state.alert``), each subject keyed
   ``[alert] invoice_mismatch_usd`` and ``invoice_mismatch_pct`` % of the month's invoice usage, in
   absolute value (the invoice above or below the logs).
 
+* ``spend_anomaly`` (model: the episode id of ``marts.spend_anomalies``, ``<metric>:<scope>=<value>:<first
+  day>``, issue 42): every episode of a series in ``[anomaly] alert_scopes`` without feedback
+  (catalog/anomaly_feedback.csv) whose last anomalous day is within ANOMALY_RECENT_DAYS of the mart's
+  last day is "above": sent once, with the series, the days, the impact in USD and percent and the
+  root cause; a new episode of the same series is a new subject.
+
 The state lives in the run's build file and is
 published with it; if a run fails after sending (before publishing), the next run sends again:
 at least once, never silently lost.
@@ -440,6 +446,70 @@ def invoice_warnings(con: duckdb.DuckDBPyConnection, cfg: Config) -> list[Warnin
     return out
 
 
+# spend_anomaly: an episode is sent while its last anomalous day is within this many days ending the
+# mart's last day; the episodes of older history (a first run over months of data) are not sent
+ANOMALY_RECENT_DAYS = 7
+_METRIC_WORDS = {"cost_usd": "API spend", "calls": "calls", "reasoning_tokens_per_call": "reasoning tokens per call"}
+
+
+# a bare scope in [anomaly] alert_scopes: its spend and its thinking (a spike of calls is also one of
+# spend: 'calls' is sent only when named, e.g. 'team:calls')
+BARE_SCOPE_METRICS = ("cost_usd", "reasoning_tokens_per_call")
+
+
+def _alert_scopes(cfg: Config) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for entry in cfg.anomaly.alert_scopes:
+        scope, _, metric = entry.partition(":")
+        out += [(scope, m) for m in ((metric,) if metric else BARE_SCOPE_METRICS) if (scope, m) not in out]
+    return out
+
+
+def anomaly_warnings(con: duckdb.DuckDBPyConnection, cfg: Config) -> list[Warning_]:
+    """spend_anomaly subjects: one per episode of marts.spend_anomalies (key: its episode_id) of a
+    series in ``[anomaly] alert_scopes``, without feedback, that is still recent (ANOMALY_RECENT_DAYS);
+    always "above", so the state machine sends each episode once (a new episode is a new key)."""
+    if not _table_exists(con, "marts.spend_anomalies"):
+        return []
+    wanted = _alert_scopes(cfg)
+    if not wanted:
+        return []
+    match = " OR ".join("(scope = ? AND metric = ?)" for _ in wanted)
+    params: list[object] = [x for pair in wanted for x in pair]
+    rows = con.execute(f"""
+        WITH eps AS (
+            SELECT episode_id, metric, scope, scope_value, min(day) AS first_day, max(day) AS last_day,
+                   count(*) AS days, sum(impact_usd) AS impact_usd,
+                   100 * sum(actual - expected) / nullif(sum(expected), 0) AS impact_pct,
+                   arg_max(root_cause, impact_usd) AS root_cause, arg_max(root_cause_share, impact_usd) AS share
+            FROM marts.spend_anomalies
+            WHERE is_anomaly AND feedback IS NULL AND ({match})
+            GROUP BY ALL
+        )
+        SELECT * FROM eps
+        WHERE last_day > (SELECT max(day) FROM marts.spend_anomalies) - {ANOMALY_RECENT_DAYS}
+        ORDER BY first_day, episode_id""", params).fetchall()
+    floor = Decimal(str(cfg.anomaly.min_impact_usd))
+    out = []
+    for ep, metric, scope, value, first, last, days, impact, pct, cause, share in rows:
+        series = f"{_METRIC_WORDS.get(metric, metric)} of {scope} {value}" if scope != "all" else \
+            f"{_METRIC_WORDS.get(metric, metric)} of all teams"
+        when = first.isoformat() if first == last else f"{first.isoformat()} .. {last.isoformat()}"
+        pct_text = "n/a (nothing expected)" if pct is None else f"{pct:+.1f} %"
+        cause_text = (f"root cause {cause} ({share * 100:.0f} % of the excess)" if cause and share is not None
+                      else "no single root cause")
+        text = (f"thinktax anomaly: {series} above its expected band on {when} ({days} anomalous day"
+                f"{'s' if days != 1 else ''}): {_usd(Decimal(impact))} over the expected, {pct_text}; {cause_text}. "
+                f"If it is known, label it in catalog/anomaly_feedback.csv. See marts.spend_anomalies.")
+        payload = {"text": text, "alert": "spend_anomaly", "episode_id": ep, "metric": metric, "scope": scope,
+                   "scope_value": value, "first_day": first.isoformat(), "last_day": last.isoformat(),
+                   "anomalous_days": days, "impact_usd": float(round(Decimal(impact), 2)),
+                   "impact_pct": None if pct is None else round(float(pct), 1),
+                   "root_cause": cause, "root_cause_share": share}
+        out.append(Warning_("spend_anomaly", ep, True, Decimal(impact), floor, last, None, payload))
+    return out
+
+
 def _evaluate_warnings(con: duckdb.DuckDBPyConnection, warnings_: list[Warning_], webhook: str, now: dt.datetime,
                        out: Outcome, logger: Logger, post) -> None:
     for w in warnings_:
@@ -518,6 +588,6 @@ def evaluate(con: duckdb.DuckDBPyConnection, cfg: Config, *, as_of: dt.date | No
             out.failed += 1
             out.errors.append(f"{s.model}: {error}")
             logger.warning(f"alert: delivery for {s.model} failed ({error}); it will be retried on the next run")
-    _evaluate_warnings(con, ahead_warnings(con, cfg) + budget_warnings(con) + invoice_warnings(con, cfg), webhook, now,
-                       out, logger, post)
+    _evaluate_warnings(con, ahead_warnings(con, cfg) + budget_warnings(con) + invoice_warnings(con, cfg)
+                       + anomaly_warnings(con, cfg), webhook, now, out, logger, post)
     return out

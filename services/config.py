@@ -7,6 +7,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from warehouse.anomalies import METRICS, SCOPES
+
 DEFAULT_LANDING = "landing"
 # Runtime data lives under one folder of the working directory, outside the packages (issue 27):
 # the published DuckDB file and what sits next to it (report.html, the run lock, build files, the
@@ -95,6 +97,21 @@ class Warehouse:
 
 
 @dataclass(frozen=True)
+class Anomaly:
+    # marts.spend_anomalies (warehouse/anomalies.py, docs/economics.md "Spend anomalies"): a day's expected
+    # value is the median of the same day type (weekday / weekend) over the adapt_days days before it, so
+    # a permanent level change is fully in the baseline after adapt_days days
+    adapt_days: int = 14
+    min_history_days: int = 14  # days a series needs before its first scored day
+    # a day is anomalous only when its excess beats both floors (the excess in USD, and in percent of expected)
+    min_impact_usd: float = 100.0
+    min_impact_pct: float = 25.0
+    # spend_anomaly alerts: once per episode of a series of these scopes; 'scope' = its cost_usd and
+    # reasoning_tokens_per_call, 'scope:metric' = that metric only (cost_usd, calls, reasoning_tokens_per_call)
+    alert_scopes: tuple[str, ...] = ("team", "task_type:reasoning_tokens_per_call")
+
+
+@dataclass(frozen=True)
 class Config:
     hours_per_month: float = 730.0
     tiers: Tiers = field(default_factory=Tiers)
@@ -105,6 +122,7 @@ class Config:
     cloud: Cloud = field(default_factory=Cloud)
     engine: Engine = field(default_factory=Engine)
     warehouse: Warehouse = field(default_factory=Warehouse)
+    anomaly: Anomaly = field(default_factory=Anomaly)
     source: str | None = None  # the file it came from, if any
 
     def settings_row(self) -> dict[str, object]:
@@ -124,6 +142,10 @@ class Config:
             "capacity_max_queue_seconds": float(self.capacity.max_queue_seconds),
             "otel_team_attribute": str(self.otel.team_attribute),
             "cloud_team_tag": str(self.cloud.team_tag),
+            "anomaly_adapt_days": int(self.anomaly.adapt_days),
+            "anomaly_min_history_days": int(self.anomaly.min_history_days),
+            "anomaly_min_impact_usd": float(self.anomaly.min_impact_usd),
+            "anomaly_min_impact_pct": float(self.anomaly.min_impact_pct),
         }
 
 
@@ -157,7 +179,29 @@ def _check(cfg: Config) -> Config:
         raise ConfigError("cloud.team_tag must be a tag / label name, e.g. 'team'")
     if not isinstance(cfg.warehouse.keep_builds, int) or cfg.warehouse.keep_builds < 1:
         raise ConfigError(f"warehouse.keep_builds must be an integer >= 1, got {cfg.warehouse.keep_builds!r}")
+    _check_anomaly(cfg.anomaly)
     return cfg
+
+
+ANOMALY_SCOPES = ("all", *SCOPES)
+
+
+def _check_anomaly(a: Anomaly) -> None:
+    for name in ("adapt_days", "min_history_days"):
+        v = getattr(a, name)
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 366:
+            raise ConfigError(f"anomaly.{name} must be an integer of days from 1 to 366, got {v!r}")
+    for name in ("min_impact_usd", "min_impact_pct"):
+        v = getattr(a, name)
+        if not isinstance(v, int | float) or isinstance(v, bool) or v < 0:
+            raise ConfigError(f"anomaly.{name} must be a number >= 0, got {v!r}")
+    if isinstance(a.alert_scopes, str) or not all(isinstance(x, str) for x in a.alert_scopes):
+        raise ConfigError(f"anomaly.alert_scopes must be a list of strings, got {a.alert_scopes!r}")
+    for entry in a.alert_scopes:
+        scope, _, metric = entry.partition(":")
+        if scope not in ANOMALY_SCOPES or (metric and metric not in METRICS):
+            raise ConfigError(f"anomaly.alert_scopes: {entry!r} is not '<scope>' or '<scope>:<metric>' with scope "
+                              f"one of {', '.join(ANOMALY_SCOPES)} and metric one of {', '.join(METRICS)}")
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
@@ -173,7 +217,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"config file not found: {p}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    known = {"hours_per_month", "tiers", "alert", "forecast", "capacity", "otel", "cloud", "engine", "warehouse"}
+    known = {"hours_per_month", "tiers", "alert", "forecast", "capacity", "otel", "cloud", "engine", "warehouse",
+             "anomaly"}
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
@@ -186,6 +231,10 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         cloud = Cloud(**raw.get("cloud", {}))
         engine = Engine(**raw.get("engine", {}))
         warehouse = Warehouse(**raw.get("warehouse", {}))
+        anomaly_raw = dict(raw.get("anomaly", {}))
+        if isinstance(anomaly_raw.get("alert_scopes"), list):
+            anomaly_raw["alert_scopes"] = tuple(anomaly_raw["alert_scopes"])
+        anomaly = Anomaly(**anomaly_raw)
     except TypeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
     if engine.kind not in ("duckdb", "spark"):
@@ -194,7 +243,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"{p}: engine.ingest must be 'spark' or 'duckdb', got {engine.ingest!r}")
     return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, forecast=forecast,
                          capacity=capacity, otel=otel, cloud=cloud, engine=engine, warehouse=warehouse,
-                         source=str(p)))
+                         anomaly=anomaly, source=str(p)))
 
 
 WAREHOUSE_FILE = Path(DEFAULT_WAREHOUSE).name

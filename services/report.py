@@ -705,6 +705,81 @@ def _budget_outlook(con) -> str:
                        r["status_expected"]] for r in rows], {2, 3, 4}))
 
 
+_METRIC_LABEL = {"cost_usd": "API spend", "calls": "calls", "reasoning_tokens_per_call": "reasoning tokens per call"}
+ANOMALY_CHART_DAYS = 60
+
+
+def band_chart(rows: list[dict], metric: str) -> str:
+    """One series of marts.spend_anomalies: its expected band (grey area), the expected value (dashed),
+    the actual value (line) and the anomalous days (red dots)."""
+    if not rows:
+        return ""
+    peak = max([float(r["actual"]) for r in rows] + [float(r["upper"]) for r in rows] + [1.0])
+    top, step = axis_max(peak)
+    money = metric == "cost_usd"
+    f = Frame(width=1200, height=280, left=80)
+    body = _y_axis(f, top, step, (lambda v: "$" + short(v)) if money else short)
+    n = len(rows)
+
+    def px(i: int) -> float:
+        return f.left + f.pw * (i + 0.5) / n
+
+    def py(v: float) -> float:
+        return f.top + f.ph - f.ph * min(float(v), top) / top
+
+    band = ([f"{px(i):.1f},{py(r['upper']):.1f}" for i, r in enumerate(rows)]
+            + [f"{px(i):.1f},{py(r['lower']):.1f}" for i, r in reversed(list(enumerate(rows)))])
+    body.append(f'<polygon points="{" ".join(band)}" fill="#cbd5e0" opacity="0.7"/>')
+    body.append('<polyline fill="none" stroke="#718096" stroke-dasharray="4 3" points="'
+                + " ".join(f"{px(i):.1f},{py(r['expected']):.1f}" for i, r in enumerate(rows)) + '"/>')
+    body.append('<polyline fill="none" stroke="#2b6cb0" stroke-width="2" points="'
+                + " ".join(f"{px(i):.1f},{py(r['actual']):.1f}" for i, r in enumerate(rows)) + '"/>')
+    for i, r in enumerate(rows):
+        if r["is_anomaly"]:
+            body.append(f'<circle cx="{px(i):.1f}" cy="{py(r["actual"]):.1f}" r="5" fill="#c53030">'
+                        f'<title>{r["day"]}: {esc(short(float(r["actual"])))} against {esc(short(float(r["expected"])))} '
+                        f'expected ({esc(usd(r["impact_usd"]))} over)</title></circle>')
+        if i % max(1, n // 10) == 0:
+            body.append(f'<text x="{px(i):.1f}" y="{f.top + f.ph + 18}" class="lab" text-anchor="middle">{r["day"]:%m-%d}</text>')
+    return (legend([("actual", "#2b6cb0"), ("expected band", "#cbd5e0"), ("anomalous day", "#c53030")])
+            + _svg(f, body, f"{_METRIC_LABEL.get(metric, metric)} against its expected band"))
+
+
+def _anomalies(con) -> str:
+    if not _exists(con, "marts.spend_anomalies"):
+        return '<p class="note">marts.spend_anomalies is not in this warehouse yet.</p>'
+    eps = _rows(con, """
+        SELECT episode_id, metric, scope, scope_value, min(day) AS first_day, max(day) AS last_day, count(*) AS days,
+               sum(impact_usd) AS impact_usd, 100 * sum(actual - expected) / nullif(sum(expected), 0) AS impact_pct,
+               arg_max(root_cause, impact_usd) AS root_cause, arg_max(root_cause_share, impact_usd) AS share,
+               any_value(feedback) AS label
+        FROM marts.spend_anomalies WHERE is_anomaly AND scope <> 'all'
+        GROUP BY episode_id, metric, scope, scope_value
+        ORDER BY label IS NOT NULL, sum(impact_usd) DESC, scope <> 'team', metric <> 'cost_usd', episode_id LIMIT 10""")
+    if not eps:
+        return '<p class="note">No anomaly: every series stayed within its band or under the [anomaly] floors.</p>'
+    out = []
+    for e in [x for x in eps if x["label"] is None][:2]:
+        rows = _rows(con, f"""
+            SELECT day, actual, expected, lower, upper, impact_usd, is_anomaly FROM marts.spend_anomalies
+            WHERE metric = ? AND scope = ? AND scope_value = ? AND day > CAST(? AS DATE) - {ANOMALY_CHART_DAYS // 2}
+              AND day <= CAST(? AS DATE) + {ANOMALY_CHART_DAYS // 2} ORDER BY day""",
+                     [e["metric"], e["scope"], e["scope_value"], e["first_day"], e["first_day"]])
+        out.append(f'<p class="caption">{esc(_METRIC_LABEL.get(e["metric"], e["metric"]))} of {esc(e["scope"])} '
+                   f'{esc(e["scope_value"])}, around its episode of {e["first_day"]}.</p>' + band_chart(rows, e["metric"]))
+
+    def when(e: dict) -> str:
+        return str(e["first_day"]) if e["first_day"] == e["last_day"] else f"{e['first_day']} – {e['last_day']}"
+
+    out.append(_table(["series", "days", "anomalous days", "impact", "impact %", "root cause", "feedback"],
+                      [[f"{_METRIC_LABEL.get(e['metric'], e['metric'])} of {e['scope']} {e['scope_value']}", when(e),
+                        count(e["days"]), usd(e["impact_usd"]),
+                        "—" if e["impact_pct"] is None else f"{e['impact_pct']:+.0f}%",
+                        "—" if not e["root_cause"] else f"{e['root_cause']} ({e['share']:.0%})",
+                        e["label"] or "—"] for e in eps], {2, 3, 4}))
+    return "".join(out)
+
+
 def build_html(con: duckdb.DuckDBPyConnection) -> str:
     """The whole report from an open (read-only) connection to a warehouse."""
     window = _rows(con, """
@@ -756,6 +831,11 @@ def build_html(con: duckdb.DuckDBPyConnection) -> str:
          "slots (marts.capacity_plan): the fewest replicas that keep the p95 (and p99) queueing delay under "
          "[capacity] max_queue_seconds, next to the peak-concurrency sizing; the break-even pays for the larger.",
          _capacity(con)),
+        ("Spend anomalies and thinking drift", "Each team's, model's and task type's daily spend, calls and reasoning "
+         "tokens per call against the median of its own weekdays (or weekends) of the [anomaly] adapt_days before, with a "
+         "band of 3 robust standard deviations (marts.spend_anomalies, docs/economics.md); a day is anomalous above the "
+         "band when its excess beats both [anomaly] floors. The biggest episodes, with the value that explains most of "
+         "the excess and any label from catalog/anomaly_feedback.csv.", _anomalies(con)),
         ("Team budgets", "The latest month: spend so far and projected to month end at the month's burn rate "
          "(marts.budget_status, catalog/budgets.csv).", _budgets(con)),
         ("Alert state", "The break-even alert: its current state per model (ops.alert_state) and the alerts sent (ops.alerts).", _alerts(con)),

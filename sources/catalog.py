@@ -1,5 +1,5 @@
 """Catalog files (``catalog/``): models.csv, nodes.csv, deployments.csv, substitutions.csv, budgets.csv,
-endpoints.csv, cloud_principals.csv, commitments.csv and HF config.json files.
+endpoints.csv, cloud_principals.csv, commitments.csv, anomaly_feedback.csv and HF config.json files.
 
 Each CSV is a snapshot: the newest file of a kind is the catalog in force (core takes the rows
 of the highest file_id). Columns are matched by header name; an empty optional field means
@@ -149,6 +149,33 @@ def _budget(row: Row) -> dict:
     }
 
 
+def _day(row: Row, field: str) -> dt.date:
+    text = row.get(field)
+    if not text:
+        raise FieldError(field, "missing")
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise FieldError(field, f"not an ISO date (YYYY-MM-DD): {text!r}") from None
+
+
+def _anomaly_feedback(row: Row) -> dict:
+    """catalog/anomaly_feedback.csv: ``scope,scope_value,from,to,label`` (issue 42); ``to`` on or after
+    ``from``; the scope and label are checked against the staging contract (lower case)."""
+    scope = (_text(row, "scope", required=True) or "").strip().lower()
+    if scope not in ("all", *contract.ANOMALY_SCOPES):
+        raise FieldError("scope", f"not a scope of marts.spend_anomalies ({', '.join(('all', *contract.ANOMALY_SCOPES))}): "
+                                  f"{row.get('scope')!r}")
+    label = (_text(row, "label", required=True) or "").strip().lower()
+    if label not in ("planned", "not_anomaly"):
+        raise FieldError("label", f"not planned or not_anomaly: {row.get('label')!r}")
+    start, end = _day(row, "from"), _day(row, "to")
+    if end < start:
+        raise FieldError("to", f"before from: {row.get('to')} < {row.get('from')}")
+    return {"scope": scope, "scope_value": _text(row, "scope_value", required=True),
+            "from_day": start, "to_day": end, "label": label}
+
+
 def _principal(row: Row) -> dict:
     return {"principal": _text(row, "principal", required=True), "team": _text(row, "team", required=True)}
 
@@ -240,6 +267,9 @@ parse_nodes = _csv_parser("stg.nodes", "nodes_csv", _node)
 parse_deployments = _csv_parser("stg.deployments", "deployments_csv", _deployment)
 parse_substitutions = _csv_parser("stg.substitutions", "substitutions_csv", _substitution)
 parse_budgets = _csv_parser("stg.budgets", "budgets_csv", _budget, defaults=("soft_pct",))  # soft_pct: 80
+# the CSV's from / to columns are from_day / to_day
+parse_anomaly_feedback = _csv_parser("stg.anomaly_feedback", "anomaly_feedback_csv", _anomaly_feedback,
+                                     defaults=("from_day", "to_day"))
 parse_endpoints = _csv_parser("stg.endpoints", "endpoints_csv", _endpoint, defaults=("billing",))  # billing: on_demand
 # the CSV's start / end columns are commit_start / commit_end (end may be empty: start + commit_months)
 parse_commitments = _csv_parser("stg.commitments", "commitments_csv", _commitment,
@@ -283,6 +313,8 @@ SPECS = [
     SourceSpec("catalog", "endpoints_csv", _sniff_csv("provider", "endpoint", "model"), parse_endpoints, "stg.endpoints"),
     SourceSpec("catalog", "commitments_csv", _sniff_csv("provider", "model", "units", "usd_per_unit_hour"),
                parse_commitments, "stg.commitments"),
+    SourceSpec("catalog", "anomaly_feedback_csv", _sniff_csv("scope", "scope_value", "label"), parse_anomaly_feedback,
+               "stg.anomaly_feedback"),
     SourceSpec("catalog", "budgets_csv", _sniff_csv("team", "monthly_usd"), parse_budgets, "stg.budgets"),
     SourceSpec("catalog", "cloud_principals_csv", _sniff_csv("principal", "team"), parse_cloud_principals,
                "stg.cloud_principals"),

@@ -616,6 +616,32 @@ BUDGETS = Table(
     ),
 )
 
+# The scopes of marts.spend_anomalies (issue 42), declared ONCE, here at the lowest layer because the
+# feedback file below is checked against them: scope name -> the core.call_costs column holding its
+# value. A new per-call attribute is one line (warehouse/anomalies.py takes its series, root causes,
+# the Spark hand-over and the [anomaly] alert_scopes check from this).
+ANOMALY_SCOPES: dict[str, str] = {
+    "team": "team",
+    "model": "model",
+    "task_type": "task_type",
+}
+
+ANOMALY_FEEDBACK = Table(
+    "stg.anomaly_feedback",
+    "Catalog snapshot (catalog/anomaly_feedback.csv, issue 42): a known change of a series of "
+    "marts.spend_anomalies, so its episode raises no spend_anomaly alert. grain: one row per "
+    "(scope, scope_value, from, to).",
+    (
+        req("scope", "VARCHAR", "the mart's scope: all, or one of ANOMALY_SCOPES (team, model, task_type, ...)",
+            in_set("scope", ("all", *ANOMALY_SCOPES), "a scope of marts.spend_anomalies")),
+        req("scope_value", "VARCHAR", "the team, model or task type ('*' for scope all)"),
+        req("from_day", "DATE", "the CSV's `from`: first UTC day covered"),
+        req("to_day", "DATE", "the CSV's `to`: last UTC day covered (inclusive)"),
+        req("label", "VARCHAR", "planned (an expected change: a launch, a backfill) or not_anomaly (a false alarm)",
+            in_set("label", ("planned", "not_anomaly"), "a known feedback label")),
+    ),
+)
+
 OPENAI_USAGE = Table(
     "stg.openai_usage",
     "OpenAI Usage API, /v1/organization/usage/completions. grain: one row per (bucket, group-by values) result.",
@@ -945,7 +971,7 @@ METRIC_SAMPLES = Table(
 TABLES: dict[str, Table] = {t.name: t for t in (
     REQUESTS, REPORTED_COSTS, LLM_PRICES, GPU_PRICES, FX_RATES, MODELS, MODEL_CONFIGS, NODES, DEPLOYMENTS,
     SUBSTITUTIONS, BUDGETS, ENDPOINTS, OPENAI_USAGE, OPENAI_COSTS, ANTHROPIC_USAGE, ANTHROPIC_COSTS, FOCUS_COSTS, METRIC_SAMPLES,
-    CLOUD_BILL_LINES, CLOUD_PRINCIPALS, COMMITMENTS,
+    CLOUD_BILL_LINES, CLOUD_PRINCIPALS, COMMITMENTS, ANOMALY_FEEDBACK,
 )}
 
 

@@ -80,6 +80,20 @@ class DemoSpec:
     tasks_per_day: int = 1700
     seed: int = 7
     clouds: bool = True  # the Bedrock / Vertex AI / Azure teams (their own seed: the rest is unchanged)
+    anomalies: bool = True  # one thinking drift and one spend spike (add_anomalies; no draw: the rest is unchanged)
+
+
+# issue 42: what marts.spend_anomalies and the spend_anomaly alert find in the demo (docs/economics.md
+# 11.8). A prompt change makes every team's code_agent think DRIFT_FACTOR x longer on DRIFT_DAYS days
+# (counted back from the last day: ~3,800 thinking tokens a call become ~30,000, some $130-170 a day
+# more at the API's prices: a drift of the task type), and team SPIKE_TEAM's jobs of one day are run
+# SPIKE_COPIES times by a retry loop (~$24 becomes ~$240). Both beat the default floors of $100 and
+# 25 % and end within the alert's last 7 days; the demo's whole API spend is ~$200 a day, so smaller
+# ones would stay under the $100 floor. Only a demo of at least ANOMALY_MIN_DAYS days has them (the
+# baseline needs 14 days of history).
+DRIFT_TASK_TYPE, DRIFT_FACTOR, DRIFT_DAYS = "code_agent", 8, (6, 5, 4)
+SPIKE_TEAM, SPIKE_COPIES, SPIKE_DAY = "support", 10, 2
+ANOMALY_MIN_DAYS = 30
 
 
 # cloud traffic: (team, gateway, share of the cloud tasks, mean calls per task)
@@ -225,6 +239,23 @@ def generate_calls(spec: DemoSpec) -> pl.DataFrame:
         pl.from_epoch(pl.col("epoch"), time_unit="s").dt.date().alias("day"),
         pl.when(pl.col("node_id") != "").then(pl.col("node_id")).alias("node_id"),
     )
+
+
+def add_anomalies(calls: pl.DataFrame, spec: DemoSpec) -> pl.DataFrame:
+    """The demo's thinking drift and spend spike (DRIFT_* and SPIKE_* above) on generate_calls' frame;
+    the calls unchanged when ``spec.anomalies`` is off or the demo is shorter than ANOMALY_MIN_DAYS."""
+    if not spec.anomalies or spec.days < ANOMALY_MIN_DAYS:
+        return calls
+    last = spec.start + dt.timedelta(days=spec.days - 1)
+    drift = [last - dt.timedelta(days=k) for k in DRIFT_DAYS]
+    spike = last - dt.timedelta(days=SPIKE_DAY)
+    calls = calls.with_columns(
+        pl.when((pl.col("task_type") == DRIFT_TASK_TYPE) & pl.col("day").is_in(drift))
+        .then(pl.col("thinking") * DRIFT_FACTOR).otherwise(pl.col("thinking")).alias("thinking"))
+    day_of_team = calls.filter((pl.col("team") == SPIKE_TEAM) & (pl.col("day") == spike))
+    copies = [day_of_team.with_columns(pl.col("request_id") + f"-rerun{k}", pl.col("task_id") + f"-rerun{k}")
+              for k in range(1, SPIKE_COPIES)]
+    return pl.concat([calls, *copies])
 
 
 def _records(df: pl.DataFrame, gateway: str) -> pl.DataFrame:
@@ -376,7 +407,7 @@ def write_landing(landing: Path, spec: DemoSpec = DemoSpec()) -> dict[str, int]:
     (landing / MARKER).write_text("written by `thinktax demo`; safe to delete\n")
     _catalog_files(landing)
     _price_files(landing)
-    calls = generate_calls(spec)
+    calls = add_anomalies(generate_calls(spec), spec)
     req = landing / "telemetry" / "requests"
     req.mkdir(parents=True, exist_ok=True)
     files = 0

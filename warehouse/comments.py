@@ -1029,3 +1029,45 @@ COLUMNS["ops.part_tables"] = {
     "ddl": _d("A staging table: the CREATE TABLE statement of its pending table (stg.requests__pending), made again "
               "by each run that ingests; NULL for a SQL table", LABEL),
 }
+
+# -- issue 42: spend anomalies and thinking drift (warehouse/anomalies.py) ------------------------
+_METRIC_UNIT = "the metric's unit: USD (cost_usd), calls (calls), tokens per call (reasoning_tokens_per_call)"
+TABLES["marts.spend_anomalies"] = (
+    "Spend, calls and reasoning tokens per call of every series (all, and each value of team, model, task type) "
+    "against a robust baseline: the median of the same day type (weekday / weekend) over the [anomaly] adapt_days "
+    "days before, a band of 3 x 1.4826 x MAD; anomalous when above the band and beating both [anomaly] floors; "
+    "episodes, root cause and feedback (docs/economics.md). Pay-per-use API calls only. "
+    "grain: day x metric x scope x scope_value.")
+COLUMNS["marts.spend_anomalies"] = {
+    "day": _d("UTC day scored (from the series' first day + [anomaly] min_history_days)", DAY),
+    "metric": _d("'cost_usd' (list-price API spend), 'calls', or 'reasoning_tokens_per_call' (thinking tokens / calls)", LABEL),
+    "scope": _d("'all', or the scope the series is of: 'team', 'model', 'task_type' (sources/contract.py ANOMALY_SCOPES)", LABEL),
+    "scope_value": _d("'*' for scope all, else the team, model key or task type", LABEL),
+    "actual": _d("The day's value (computed in floats)", _METRIC_UNIT),
+    "expected": _d("Median of the same day type's values over the adapt_days days before", _METRIC_UNIT),
+    "lower": _d("Lower end of the band: expected - 3 x 1.4826 x MAD, floored at 0", _METRIC_UNIT),
+    "upper": _d("Upper end of the band: expected + 3 x 1.4826 x MAD", _METRIC_UNIT),
+    "impact_usd": _d("actual - expected in dollars: for cost_usd the difference; for calls x the day's cost per call; "
+                     "for reasoning_tokens_per_call x the day's calls x its thinking cost per thinking token "
+                     "(the extra thinking priced); negative below expected", USD),
+    "impact_pct": _d("100 x (actual - expected) / expected; NULL when expected is 0", "percent"),
+    "is_anomaly": _d("actual above upper, impact_usd above [anomaly] min_impact_usd and impact_pct above "
+                     "min_impact_pct (or expected 0); increases only", BOOL),
+    "episode_id": _d("'<metric>:<scope>=<scope_value>:<first day>' of the episode an anomalous day belongs to "
+                     "(anomalous days of the series at most one normal day apart); NULL on normal days", LABEL),
+    "root_cause": _d("On an anomalous day: the child series ('<scope>=<value>' of another scope, e.g. "
+                     "'task_type=summarize') with the largest positive impact_usd by the same method", LABEL),
+    "root_cause_share": _d("The root cause's impact_usd over the sum of the positive impact_usd of its scope's "
+                           "values on that day (task_type=summarize: of all task types that rose)", FRACTION),
+    "feedback": _d("The label of catalog/anomaly_feedback.csv covering the day (on an episode: any of its days) "
+                   "for this scope and value: 'planned' or 'not_anomaly' (no alert is sent); NULL: none", LABEL),
+    "history_points": _d("Values of the day type in the window the median and MAD were taken over", COUNT),
+    "method": _d("'median_mad_<weekday|weekend>_<adapt_days>d': the baseline used", LABEL),
+}
+COLUMNS["ops.settings"].update({
+    "anomaly_adapt_days": _d("[anomaly] adapt_days: the window before a day whose median is its expected value "
+                             "(marts.spend_anomalies)", "days"),
+    "anomaly_min_history_days": _d("[anomaly] min_history_days: days a series needs before its first scored day", "days"),
+    "anomaly_min_impact_usd": _d("[anomaly] min_impact_usd: the dollar floor an anomaly's excess must beat", USD),
+    "anomaly_min_impact_pct": _d("[anomaly] min_impact_pct: the percent floor an anomaly's excess must beat", "percent"),
+})

@@ -18,6 +18,7 @@ import dagster as dg
 import duckdb
 
 from models import forecast
+from warehouse.anomalies import build_spend_anomalies
 from warehouse.buying_options import build_buying_options
 from warehouse.economics import Built, build_gpu_sizing, build_self_host_breakeven
 from warehouse.outlook import (
@@ -129,7 +130,44 @@ ECONOMICS = (
         "the volumes at which the fixed options overtake on demand. grain: provider x model.",
         build_buying_options,
     ),
+    PythonMart(
+        "marts.spend_anomalies", frozenset({"ops.settings", "core.call_costs", "stg.anomaly_feedback"}),
+        "Spend, calls and reasoning tokens per call of every series (all, team, model, task type) against a robust "
+        "baseline (median / MAD of the same day type over [anomaly] adapt_days): band, impact in USD and %, anomaly "
+        "episodes, root cause, feedback. grain: day x metric x scope x scope_value.",
+        build_spend_anomalies,
+    ),
 )
+
+
+SPEND_ANOMALIES = dg.AssetKey(["marts", "spend_anomalies"])
+ANOMALY_CHECK = "no_recent_anomaly"
+# warns in the UI, never blocks the publish: an anomaly is news about the spend, not bad data
+ANOMALY_CHECK_SPEC = dg.AssetCheckSpec(
+    ANOMALY_CHECK, asset=SPEND_ANOMALIES, blocking=False,
+    description="Warns when an episode of marts.spend_anomalies without feedback ended within the last "
+                "7 days of data (as the spend_anomaly alert sees it); never blocks the publish.")
+
+
+def anomaly_check(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
+    """The anomaly asset check: passed when no recent episode lacks feedback, else a WARN with them."""
+    from services.alert import ANOMALY_RECENT_DAYS  # noqa: PLC0415
+
+    rows = con.execute(f"""
+        WITH eps AS (
+            SELECT episode_id, min(day) AS first_day, max(day) AS last_day, sum(impact_usd) AS impact_usd,
+                   arg_max(root_cause, impact_usd) AS root_cause
+            FROM marts.spend_anomalies
+            WHERE is_anomaly AND feedback IS NULL GROUP BY episode_id
+        )
+        SELECT * FROM eps
+        WHERE last_day > (SELECT max(day) FROM marts.spend_anomalies) - {ANOMALY_RECENT_DAYS}
+        ORDER BY impact_usd DESC, episode_id""").fetchall()
+    episodes = [{"episode_id": e, "first_day": str(a), "last_day": str(b), "impact_usd": float(i), "root_cause": c}
+                for e, a, b, i, c in rows]
+    return dg.AssetCheckResult(
+        asset_key=SPEND_ANOMALIES, check_name=ANOMALY_CHECK, passed=not episodes, severity=dg.AssetCheckSeverity.WARN,
+        metadata={"recent_episodes": len(episodes), "episodes": dg.MetadataValue.json(episodes[:20])})
 
 
 def result_metadata(context: dg.AssetExecutionContext, built: Built) -> dict[str, object]:

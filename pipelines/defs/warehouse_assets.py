@@ -45,7 +45,7 @@ import dagster as dg
 
 from pipelines import progress
 from pipelines.defs.alerts import DESCRIPTION as ALERT_DESCRIPTION, AlertConfig, breakeven_alert
-from pipelines.defs.economics_assets import ECONOMICS, result_metadata
+from pipelines.defs.economics_assets import ANOMALY_CHECK, ANOMALY_CHECK_SPEC, ECONOMICS, SPEND_ANOMALIES, anomaly_check, result_metadata
 from pipelines.defs.gx_checks import CHECK_NAME as GX_CHECK, gx_collect, gx_submit
 from pipelines.defs.metadata import table_metadata
 from pipelines.defs.resources import ThinktaxResource
@@ -273,7 +273,7 @@ with warnings.catch_warnings():
     @dg.multi_asset(
         specs=_model_specs(),
         check_specs=[dg.AssetCheckSpec(c.name, asset=key_of(c.asset), blocking=True, description=c.description)
-                     for c in MODEL_CHECKS],
+                     for c in MODEL_CHECKS] + [ANOMALY_CHECK_SPEC],
         can_subset=True,
         name="warehouse_models",
         backfill_policy=SINGLE_RUN,
@@ -360,6 +360,8 @@ def _models(context, config, thinktax, build_, engine: Engine) -> Iterator:  # n
                 progress.report("build", e.table)
                 yield dg.MaterializeResult(asset_key=e.key, metadata=result_metadata(context, e.builder(con)))
                 economics_built.append(e.table)
+                if e.key == SPEND_ANOMALIES and dg.AssetCheckKey(SPEND_ANOMALIES, ANOMALY_CHECK) in checks:
+                    yield anomaly_check(con)
             else:
                 kept += 1  # kept as published: not materialised again (as the SQL tables above)
         engine.from_control(con, economics_built)

@@ -110,6 +110,13 @@ def _cloud_usage_shapes(con):
     ]
 
 
+def _anomaly_feedback(con) -> None:  # noqa: ANN001
+    # scope and label are read case-insensitively and kept lower case
+    assert con.execute("SELECT scope, scope_value, from_day, to_day, label FROM stg.anomaly_feedback ORDER BY line").fetchall() == [
+        ("team", "search", dt.date(2026, 7, 1), dt.date(2026, 7, 3), "planned"),
+        ("model", "gpt-5", dt.date(2026, 7, 1), dt.date(2026, 7, 1), "not_anomaly")]
+
+
 def _commitments(con):
     # the provider as written (lower case); marts.commitments normalises it with core.provider_key;
     # an empty end is start + commit_months months
@@ -543,6 +550,10 @@ CASES += [
         (6, "end", "not after start"), (7, "end", "no commit_months"), (8, "provider", "missing"),
         (9, "commit_months", "0 to 120 months")))},
          check=_commitments),
+    Case("catalog_anomaly_feedback_bad_rows", "catalog", {"catalog/anomaly_feedback.csv": Out("loaded", 7, 2, 0, 5, (
+        (4, "scope", "not a scope of marts.spend_anomalies"), (5, "label", "not planned or not_anomaly"),
+        (6, "to", "before from"), (7, "from", "not an ISO date"), (8, "scope_value", "missing")))},
+         check=_anomaly_feedback),
     Case("bills_cloud_not_a_cost_export", "bills_cloud", {
         AWS + "exports/not-a-cur.csv": Out.unreadable(None, None, "unknown format"),
         AZ + "notes.txt": Out.unreadable(None, None, "unknown format")}),

@@ -28,6 +28,7 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 
+from sources.contract import ANOMALY_SCOPES
 from warehouse.sqltable import load_tables
 
 log = logging.getLogger("thinktax.spark")
@@ -38,8 +39,11 @@ CORE_SMALL = ("core.call_profiles", "core.dim_models", "core.dim_deployments", "
               "core.llm_price_versions")
 # what the economics (warehouse/economics.py, warehouse/outlook.py, warehouse/buying_options.py) and the
 # alert read of core.call_costs (buying_options: provider, the on-demand cost and the token buckets)
-CALL_COSTS_COLUMNS = ("model", "day", "serving", "cost_usd", "thinking_tokens", "provider", "on_demand_cost_usd",
-                      "uncached_input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
+# marts.spend_anomalies (warehouse/anomalies.py) reads price_basis, thinking_cost_usd and the columns of its scopes
+CALL_COSTS_COLUMNS = tuple(dict.fromkeys((
+    "model", "day", "serving", "cost_usd", "thinking_tokens", "provider", "on_demand_cost_usd",
+    "uncached_input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens",
+    "price_basis", "thinking_cost_usd", *ANOMALY_SCOPES.values())))
 # what marts.capacity_plan's queue replay reads of core.calls (warehouse/outlook.py busiest_hours):
 # the calls of the replay window only (PEAK_WINDOW_DAYS days ending the last day with calls)
 CALLS_REPLAY_COLUMNS = ("model", "day", "request_id", "ts", "latency_ms", "thinking_tokens", "output_tokens")
