@@ -8,7 +8,7 @@ docs/bi.md:
 
 Prints one JSON object: per dashboard its slug, title, the PNG written (``DIR/<slug>.png``, the whole
 page), the charts the dashboard holds (Superset's API) and, per chart, what the browser's own data
-request got back (HTTP status, rows, error), plus the error messages shown in the page.
+request got back (HTTP status, rows, error, the first rows), plus the error messages shown in the page.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+MAX_ROWS = 50  # rows of each chart's data kept in the report
 # what Superset draws when a chart fails (its ErrorAlert / ErrorMessage components)
 ERROR_SELECTOR = ".dashboard-component-chart-holder .ant-alert-error, .dashboard-component-chart-holder [role=alert]"
 
@@ -34,11 +35,12 @@ def _chart_data(resp, seen: dict) -> None:
     except ValueError:
         body = {}
     slice_id = (body.get("form_data") or {}).get("slice_id")
-    entry = {"status": resp.status, "rows": None, "error": None}
+    entry = {"status": resp.status, "rows": None, "error": None, "data": None}
     try:
         payload = resp.json()
         results = payload.get("result") or []
         entry["rows"] = sum(int(r.get("rowcount") or 0) for r in results)
+        entry["data"] = [row for r in results for row in (r.get("data") or [])][:MAX_ROWS]
         errors = [r.get("error") for r in results if r.get("error")]
         entry["error"] = "; ".join(errors) or payload.get("message") or None
     except Exception as exc:  # noqa: BLE001  (an unreadable body is itself the error to report)
