@@ -5,6 +5,8 @@ with .venv's: it imports Superset, which pins SQLAlchemy 1.4. Standard library a
 
     python tools/superset_bi.py provision --home var/superset --warehouse var/thinktax.duckdb
     python tools/superset_bi.py serve --home var/superset [--port 8088]
+    python tools/superset_bi.py init --home DIR     # steps 1-3 only, no warehouse (the browser test runs it
+                                                    # while its warehouse is being built)
 
 ``provision`` (idempotent, what ``make bi`` runs):
   1. writes ``<home>/superset_config.py`` once (metadata DB ``<home>/superset.db``, a secret key made
@@ -111,39 +113,56 @@ def _at_head() -> bool:
     return set(current) == set(script.get_heads())
 
 
+def _init() -> int:
+    """Steps 2 and 3 (in an app context): the metadata DB at Superset's head revision, its roles, the user."""
+    import flask_migrate  # noqa: PLC0415
+    from flask import current_app  # noqa: PLC0415
+    from superset import appbuilder, security_manager  # noqa: PLC0415
+
+    if not _at_head():
+        print("superset: creating the metadata database and roles (about a minute)", flush=True)
+        flask_migrate.upgrade(directory=current_app.extensions["migrate"].directory)
+        appbuilder.add_permissions(update_perms=True)
+        security_manager.sync_role_definitions()
+    if security_manager.find_user(username=USER) is None:
+        password = os.environ.get("THINKTAX_BI_PASSWORD") or secrets.token_urlsafe(12)
+        user = security_manager.add_user(USER, "thinktax", "admin", "admin@localhost",
+                                         security_manager.find_role("Admin"), password=password)
+        if not user:
+            print("superset: could not create the user admin", file=sys.stderr)
+            return 1
+        if "THINKTAX_BI_PASSWORD" in os.environ:
+            print(f"superset: user {USER} created with the password from THINKTAX_BI_PASSWORD")
+        else:
+            print(f"superset: user {USER} created, password {password} (printed once; set "
+                  "THINKTAX_BI_PASSWORD before the first `make bi` to choose it)")
+    return 0
+
+
+def init(home: Path) -> int:
+    """The metadata DB and the user only (no warehouse needed): the slow part of a first ``provision``."""
+    with _app(home).app_context():
+        return _init()
+
+
 def provision(home: Path, warehouse: Path, assets: Path = ASSETS) -> int:
     if not warehouse.is_file():
         print(f"{warehouse}: no warehouse there; run `make run` (or `thinktax run`) first", file=sys.stderr)
         return 2
     app = _app(home)
     with app.app_context():
-        import flask_migrate  # noqa: PLC0415
         from flask import g  # noqa: PLC0415
-        from superset import appbuilder, security_manager  # noqa: PLC0415
+        from superset import security_manager  # noqa: PLC0415
         from superset.commands.dashboard.importers.dispatcher import ImportDashboardsCommand  # noqa: PLC0415
         from superset.commands.importers.v1.utils import get_contents_from_bundle  # noqa: PLC0415
         from superset.connectors.sqla.models import SqlaTable  # noqa: PLC0415
         from superset.extensions import db  # noqa: PLC0415
+        from superset.models.dashboard import Dashboard  # noqa: PLC0415
+        from superset.models.slice import Slice  # noqa: PLC0415
 
-        if not _at_head():
-            print("superset: creating the metadata database and roles (about a minute)", flush=True)
-            flask_migrate.upgrade(directory=app.extensions["migrate"].directory)
-            appbuilder.add_permissions(update_perms=True)
-            security_manager.sync_role_definitions()
-        user = security_manager.find_user(username=USER)
-        if user is None:
-            password = os.environ.get("THINKTAX_BI_PASSWORD") or secrets.token_urlsafe(12)
-            user = security_manager.add_user(USER, "thinktax", "admin", "admin@localhost",
-                                             security_manager.find_role("Admin"), password=password)
-            if not user:
-                print("superset: could not create the user admin", file=sys.stderr)
-                return 1
-            if "THINKTAX_BI_PASSWORD" in os.environ:
-                print(f"superset: user {USER} created with the password from THINKTAX_BI_PASSWORD")
-            else:
-                print(f"superset: user {USER} created, password {password} (printed once; set "
-                      "THINKTAX_BI_PASSWORD before the first `make bi` to choose it)")
-        g.user = user
+        if (rc := _init()) != 0:
+            return rc
+        g.user = security_manager.find_user(username=USER)
         with zipfile.ZipFile(io.BytesIO(bundle(assets, warehouse))) as zf:
             contents = get_contents_from_bundle(zf)
         ImportDashboardsCommand(contents, overwrite=True).run()
@@ -151,9 +170,6 @@ def provision(home: Path, warehouse: Path, assets: Path = ASSETS) -> int:
         for ds in datasets:
             ds.fetch_metadata()
         db.session.commit()
-        from superset.models.dashboard import Dashboard  # noqa: PLC0415
-        from superset.models.slice import Slice  # noqa: PLC0415
-
         print(f"superset: {warehouse.resolve()} imported as database 'thinktax' (read-only): "
               f"{db.session.query(Dashboard).count()} dashboards, {db.session.query(Slice).count()} charts, "
               f"{len(datasets)} datasets")
@@ -177,6 +193,8 @@ def serve(home: Path, port: int, host: str = "127.0.0.1") -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
+    i = sub.add_parser("init", help="only the metadata DB and the user admin (no warehouse needed)")
+    i.add_argument("--home", type=Path, required=True)
     p = sub.add_parser("provision", help="metadata DB, user admin, dashboards from bi/superset/")
     p.add_argument("--home", type=Path, required=True)
     p.add_argument("--warehouse", type=Path, required=True)
@@ -185,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--home", type=Path, required=True)
     s.add_argument("--port", type=int, default=8088)
     a = ap.parse_args(argv)
+    if a.cmd == "init":
+        return init(a.home)
     if a.cmd == "provision":
         return provision(a.home, a.warehouse, a.assets)
     return serve(a.home, a.port)

@@ -7,7 +7,7 @@ docs/bi.md:
     python tools/superset_shot.py --url http://127.0.0.1:8088 --password ... --out DIR
 
 Prints one JSON object: per dashboard its slug, title, the PNG written (``DIR/<slug>.png``, the whole
-page), the charts the dashboard holds (Superset's API) and, per chart, what the browser's own data
+page; its pixels also as raw RGB bytes, ``DIR/<slug>.rgb``, decoded by Pillow, with the size), the charts the dashboard holds (Superset's API) and, per chart, what the browser's own data
 request got back (HTTP status, rows, error, the first rows), plus the error messages shown in the page.
 """
 
@@ -50,6 +50,7 @@ def _chart_data(resp, seen: dict) -> None:
 
 def run(url: str, user: str, password: str, out: Path, slugs: list[str], chromium: str, user_data: Path,
         timeout_s: float) -> dict:
+    from PIL import Image  # noqa: PLC0415
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
     out.mkdir(parents=True, exist_ok=True)
@@ -83,9 +84,14 @@ def run(url: str, user: str, password: str, out: Path, slugs: list[str], chromiu
             errors = [e.inner_text()[:300] for e in page.query_selector_all(ERROR_SELECTOR)]
             png = out / f"{slug}.png"
             page.screenshot(path=str(png), full_page=True)
+            with Image.open(png) as im:  # the pixels, decoded once by Pillow, for the test's pixel counts
+                rgb = im.convert("RGB")
+                png.with_suffix(".rgb").write_bytes(rgb.tobytes())
+                size = list(rgb.size)
             page.remove_listener("response", handler)
             report["dashboards"].append({
                 "slug": slug, "title": meta["dashboard_title"], "png": str(png),
+                "rgb": str(png.with_suffix(".rgb")), "size": size,
                 "seconds": round(time.monotonic() - t0, 1),
                 "charts": {str(cid): {"name": name, **seen.get(cid, {"status": None, "rows": None,
                                                                       "error": "no data request seen"})}

@@ -3,7 +3,7 @@
 One Superset per module: a small demo is published (3 days, 100 tasks a day: every dashboard has data
 but the cloud-invoice ones, below), Superset's venv (.thinktax/superset-venv, tools/superset.txt; made
 once and kept, like the FOCUS validator's) provisions a fresh metadata DB under tmp_path with
-tools/superset_bi.py exactly as `make bi` does, gunicorn serves it on 127.0.0.1 at a free port, and
+tools/superset_bi.py exactly as `make bi` does (its migrations started first, while the demo runs), gunicorn serves it on 127.0.0.1 at a free port, and
 tools/superset_shot.py opens every dashboard in Debian's headless chromium (playwright driving
 /usr/bin/chromium, the flags of docs/bi.md, a fresh profile), records each chart's own data request
 and writes a PNG of the page.
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.services.test_report import chromium, decode_png  # noqa: F401  (chromium: the fixture, apt-installs it)
+from tests.services.test_report import chromium  # noqa: F401  (the fixture: apt-installs Debian's chromium when missing)
 
 pytestmark = [pytest.mark.slow, pytest.mark.venv]
 
@@ -95,9 +95,25 @@ def warehouse(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def superset(superset_python, warehouse, tmp_path_factory):
-    """Provisioned as `make bi` does, then served by gunicorn on 127.0.0.1:<free port>; yields its URL."""
+def superset_init(superset_python, tmp_path_factory):
+    """The metadata DB's migrations and the user (`superset_bi.py init`, about a minute), started in the
+    background first: they need no warehouse, so they run while the demo is being published."""
     home = tmp_path_factory.mktemp("superset_home")
+    env = {**os.environ, "THINKTAX_BI_PASSWORD": PASSWORD}
+    proc = subprocess.Popen([str(superset_python), str(REPO / "tools" / "superset_bi.py"), "init", "--home", str(home)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    yield home, proc
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+
+
+@pytest.fixture(scope="module")
+def superset(superset_python, superset_init, warehouse):
+    """Provisioned as `make bi` does, then served by gunicorn on 127.0.0.1:<free port>; yields its URL."""
+    home, init = superset_init
+    out, _ = init.communicate(timeout=900)
+    assert init.returncode == 0, out[-3000:]
     env = {**os.environ, "THINKTAX_BI_PASSWORD": PASSWORD}
     r = subprocess.run([str(superset_python), str(REPO / "tools" / "superset_bi.py"), "provision", "--home", str(home),
                         "--warehouse", str(warehouse)], capture_output=True, text=True, env=env, timeout=900)
@@ -168,11 +184,12 @@ def test_every_chart_answers_its_data_request_with_rows_and_no_error(shots):
 def test_each_dashboard_renders_its_charts_above_the_pixel_floors(shots):
     for slug, d in shots.items():
         assert not d["page_errors"], (slug, d["page_errors"])
-        img = decode_png(Path(d["png"]).read_bytes()).astype(int)
-        assert img.shape[1] == 1400 and img.shape[0] >= 1000, (slug, img.shape)
-        flat = img.reshape(-1, 3)
-        counts = np.bincount((flat[:, 0] << 16) | (flat[:, 1] << 8) | flat[:, 2])
-        page = [np.array([k >> 16, (k >> 8) & 255, k & 255]) for k in counts.argsort()[::-1][:2]]
+        assert Path(d["png"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", slug
+        width, height = d["size"]
+        assert width == 1400 and height >= 1000, (slug, d["size"])
+        flat = np.frombuffer(Path(d["rgb"]).read_bytes(), dtype=np.uint8).reshape(height * width, 3).astype(np.int64)
+        keys, counts = np.unique((flat[:, 0] << 16) | (flat[:, 1] << 8) | flat[:, 2], return_counts=True)
+        page = [np.array([k >> 16, (k >> 8) & 255, k & 255]) for k in keys[counts.argsort()[::-1][:2]]]
         ink = np.ones(len(flat), bool)
         for bg in page:
             ink &= np.abs(flat - bg).sum(axis=1) > 24
@@ -208,13 +225,14 @@ def test_the_charts_show_what_thinktax_sql_gives_on_the_same_marts(shots, wareho
     assert got["full"]["%calls"] == pytest.approx(tiers["full"] / sum(tiers.values()), rel=1e-9)
 
     acct = {r["folder"]: r for r in _sql(
-        warehouse, "SELECT folder, SUM(rows_in) AS rows_in, SUM(rows_loaded) AS loaded, SUM(rows_quarantined) AS q "
-                   "FROM ops.ingested_files GROUP BY folder")}
-    shown = {r["folder"]: r for r in charts["Rows in = loaded + duplicate + quarantined, per source"]["data"]}
+        warehouse, "SELECT folder, SUM(rows_in) AS rows_in, SUM(rows_loaded) AS loaded, SUM(rows_quarantined) AS q, "
+                   "SUM(coalesce(rows_skipped, 0)) AS skipped FROM ops.ingested_files GROUP BY folder")}
+    shown = {r["folder"]: r for r in charts["Rows in = loaded + duplicate + quarantined + skipped, per source"]["data"]}
     assert set(shown) == set(acct)
     for folder, r in shown.items():
-        assert (r["rows in"], r["loaded"], r["quarantined"]) == (acct[folder]["rows_in"], acct[folder]["loaded"],
-                                                               acct[folder]["q"]), folder
+        a = acct[folder]
+        assert (r["rows in"], r["loaded"], r["quarantined"], r["skipped"]) == (a["rows_in"], a["loaded"], a["q"],
+                                                                             a["skipped"]), folder
         assert r["unaccounted"] == 0, folder
     by_source = charts["Quarantined records by source folder"]["data"]
     assert sum(r["records"] for r in by_source) == tot["quarantined"] > 0
