@@ -99,3 +99,39 @@ CONNECT_PORT      ?= 15002
 CONNECT_WAREHOUSE ?= $(CURDIR)/var/connect/spark-warehouse
 connect-server: $(STAMP)
 	$(BIN)/python tools/spark_connect.py --port $(CONNECT_PORT) --warehouse $(CONNECT_WAREHOUSE)
+
+.PHONY: bi bi-serve bi-venv bi-lock bi-screenshots
+
+# Apache Superset over the published warehouse (issue 45, docs/bi.md "Superset"): its own venv
+# (.thinktax/superset-venv, Python 3.11, pins in tools/superset.txt: Superset pins SQLAlchemy 1.4),
+# its metadata DB under var/superset/, the dashboards imported from bi/superset/. WAREHOUSE is the one
+# setting (default: where `make run` publishes). `make bi` is idempotent: run it again after editing
+# bi/superset/. THINKTAX_BI_PASSWORD sets the admin password when the user is first created (else one
+# is generated and printed once).
+SUPERSET_VENV := .thinktax/superset-venv
+BI_HOME       ?= var/superset
+BI_PORT       ?= 8088
+WAREHOUSE     ?= $(or $(THINKTAX_WAREHOUSE),var/thinktax.duckdb)
+bi-venv: $(SUPERSET_VENV)/.installed
+$(SUPERSET_VENV)/.installed: tools/superset.txt $(STAMP)
+	$(PY) -m venv $(SUPERSET_VENV)
+	$(BIN)/uv pip sync --quiet --python $(SUPERSET_VENV)/bin/python --compile-bytecode tools/superset.txt
+	cp tools/superset.txt $@
+
+bi: $(SUPERSET_VENV)/.installed
+	$(SUPERSET_VENV)/bin/python tools/superset_bi.py provision --home $(BI_HOME) --warehouse $(WAREHOUSE)
+
+# http://127.0.0.1:$(BI_PORT)/ until Ctrl-C (user admin)
+bi-serve: $(SUPERSET_VENV)/.installed
+	$(SUPERSET_VENV)/bin/python tools/superset_bi.py serve --home $(BI_HOME) --port $(BI_PORT)
+
+# Re-resolve tools/superset.txt from tools/superset.in (needs the package index).
+bi-lock: $(STAMP)
+	{ echo "# Generated from tools/superset.in by 'make bi-lock' (uv pip compile, Python 3.11): the pins of .thinktax/superset-venv."; \
+	  $(BIN)/uv pip compile --quiet --no-header --python-version 3.11 tools/superset.in; } > tools/superset.txt.new
+	mv tools/superset.txt.new tools/superset.txt
+
+# docs/img/superset-*.png: the browser test's own screenshots of the six dashboards (tests/bi/test_superset.py
+# on its small demo), copied into docs/img/ (needs Debian's chromium: .ci/ensure-chromium).
+bi-screenshots: $(SUPERSET_VENV)/.installed
+	THINKTAX_BI_SHOTS=$(CURDIR)/docs/img $(BIN)/python -m pytest -q -p no:cacheprovider tests/bi/test_superset.py

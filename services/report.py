@@ -619,6 +619,102 @@ def _buying(con) -> str:
                    for r in rows], {2, 3, 4, 5, 7, 8, 9})
 
 
+def _bills(con) -> str:
+    """What the providers billed against usage x price (marts.bill_reconciliation) per provider and model, over the
+    days a bill covers, and the cloud invoices against the logs per provider and month (marts.invoice_mismatch)."""
+    parts = []
+    if not _exists(con, "marts.bill_reconciliation"):
+        parts.append('<p class="note">marts.bill_reconciliation is not in this warehouse.</p>')
+    else:
+        rows = _rows(con, """
+            SELECT provider, coalesce(model, '(no model)') AS model,
+                   count(billed_usd) AS days_billed,
+                   sum(billed_usd) AS billed,
+                   sum(computed_usd) FILTER (WHERE billed_usd IS NOT NULL) AS computed,
+                   sum(difference_usd) FILTER (WHERE billed_usd IS NOT NULL) AS difference,
+                   count(*) FILTER (WHERE billed_usd IS NOT NULL AND abs(difference_usd) >= 0.01) AS days_off,
+                   coalesce(sum(computed_usd) FILTER (WHERE billed_usd IS NULL), 0) AS unbilled
+            FROM marts.bill_reconciliation GROUP BY ALL
+            ORDER BY days_billed = 0, abs(coalesce(difference, 0)) DESC, provider, model""")
+        if not rows:
+            parts.append('<p class="note">No provider bill or usage to reconcile: land the OpenAI / Anthropic '
+                         'usage and cost reports in bills/openai/ and bills/anthropic/ (thinktax fetch-bills).</p>')
+        else:
+            parts.append("<h3>Provider bills against usage x price</h3>")
+            parts.append(_table(
+                ["provider", "model", "days billed", "billed", "usage x price (those days)", "difference",
+                 "days off by a cent or more", "usage on days no bill covers"],
+                [[r["provider"], r["model"], count(r["days_billed"]),
+                  usd(r["billed"]) if r["days_billed"] else "no bill landed",
+                  usd(r["computed"]), usd(r["difference"]), count(r["days_off"]), usd(r["unbilled"])]
+                 for r in rows], {2, 3, 4, 5, 6, 7}))
+    if _exists(con, "marts.invoice_mismatch"):
+        inv = _rows(con, """
+            SELECT provider, month, invoice_usage_usd, invoice_net_usd, logs_usd, difference_usd, explained_usd,
+                   unexplained_usd, unexplained_pct
+            FROM marts.invoice_mismatch ORDER BY month DESC, abs(unexplained_usd) DESC, provider""")
+        if inv:
+            parts.append("<h3>Cloud invoices against the logs, per month</h3>")
+            parts.append(_table(
+                ["provider", "month", "invoice usage", "invoice net", "logs x price", "difference", "explained",
+                 "unexplained", "unexplained %"],
+                [[r["provider"], f"{r['month']:%Y-%m}", usd(r["invoice_usage_usd"]), usd(r["invoice_net_usd"]),
+                  usd(r["logs_usd"]), usd(r["difference_usd"]), usd(r["explained_usd"]), usd(r["unexplained_usd"]),
+                  pct(None if r["unexplained_pct"] is None else float(r["unexplained_pct"]) / 100)] for r in inv],
+                {2, 3, 4, 5, 6, 7, 8}))
+        else:
+            parts.append('<p class="note">No cloud invoice landed (AWS CUR in bills/aws/, Azure cost details in '
+                         'bills/azure/, GCP billing export in bills/gcp/, FOCUS in bills/focus/).</p>')
+    return "".join(parts)
+
+
+def _quality(con) -> str:
+    """Every landed file accounted for, per source folder (ops.ingested_files), the quarantine by folder and reason,
+    and the usage no price covers (marts.unpriced_usage)."""
+    parts = []
+    acct = _rows(con, """
+        SELECT folder, count(*) AS files, sum(rows_in) AS rows_in, sum(rows_loaded) AS loaded,
+               sum(rows_duplicate) AS duplicate, sum(rows_quarantined) AS quarantined,
+               sum(coalesce(rows_skipped, 0)) AS skipped
+        FROM ops.ingested_files GROUP BY folder ORDER BY folder""")
+    if not acct:
+        return '<p class="note">No file has been ingested.</p>'
+    parts.append("<h3>Rows in = loaded + duplicate + quarantined + skipped, per source</h3>")
+    parts.append(_table(
+        ["source folder", "files", "rows in", "loaded", "duplicate", "quarantined", "skipped (non-AI invoice lines)",
+         "adds up"],
+        [[r["folder"], count(r["files"]), count(r["rows_in"]), count(r["loaded"]), count(r["duplicate"]),
+          count(r["quarantined"]), count(r["skipped"]),
+          "yes" if r["rows_in"] == r["loaded"] + r["duplicate"] + r["quarantined"] + r["skipped"] else "NO"]
+         for r in acct], {1, 2, 3, 4, 5, 6}))
+    q = _rows(con, """
+        SELECT coalesce(f.folder, '(unknown file)') AS folder, coalesce(q.field, '') AS field, q.reason,
+               count(*) AS records, min(q.file || coalesce(':' || q.line, '')) AS first_at
+        FROM ops.quarantine q LEFT JOIN ops.ingested_files f USING (file_id)
+        GROUP BY ALL ORDER BY records DESC, folder, reason LIMIT 15""")
+    if q:
+        total = _rows(con, "SELECT count(*) AS n FROM ops.quarantine")[0]["n"]
+        parts.append(f"<h3>Quarantine: {count(total)} records (the 15 largest groups)</h3>")
+        parts.append(_table(["source folder", "field", "reason", "records", "first at (file:line)"],
+                            [[r["folder"], r["field"], r["reason"], count(r["records"]), r["first_at"]] for r in q], {3}))
+    else:
+        parts.append('<p class="ok">Nothing quarantined: every record of every file was read.</p>')
+    if _exists(con, "marts.unpriced_usage"):
+        up = _rows(con, """
+            SELECT serving, coalesce(provider, node_id, '') AS source, reported_model, reason, calls_or_hours,
+                   first_seen, last_seen
+            FROM marts.unpriced_usage ORDER BY calls_or_hours DESC, source, reported_model LIMIT 15""")
+        if up:
+            parts.append("<h3>Unpriced usage (costed at nothing until a price covers it)</h3>")
+            parts.append(_table(["serving", "provider / node", "model", "reason", "calls or node-hours", "first seen",
+                                 "last seen"],
+                                [[r["serving"], r["source"], r["reported_model"], r["reason"], count(r["calls_or_hours"]),
+                                  str(r["first_seen"]), str(r["last_seen"])] for r in up], {4}))
+        else:
+            parts.append('<p class="ok">No unpriced usage: every call and node-hour has a price.</p>')
+    return "".join(parts)
+
+
 def burndown_chart(team: str, month: dt.date, points: list[tuple[dt.date, float]], r: dict) -> str:
     """One team's month: cumulative spend per day (solid), the projection at the burn rate to month end
     (dashed, with its 95 % band at the end), the budget (red) and the soft limit (orange)."""
@@ -838,6 +934,11 @@ def build_html(con: duckdb.DuckDBPyConnection) -> str:
          "the excess and any label from catalog/anomaly_feedback.csv.", _anomalies(con)),
         ("Team budgets", "The latest month: spend so far and projected to month end at the month's burn rate "
          "(marts.budget_status, catalog/budgets.csv).", _budgets(con)),
+        ("Bills and invoices", "What the providers billed against what thinktax computes from usage x the price in "
+         "force (marts.bill_reconciliation; over the days a bill covers, a day off when it differs by a cent or more), "
+         "and the cloud invoices against the logs (marts.invoice_mismatch).", _bills(con)),
+        ("Data quality", "Every landed file accounted for (ops.ingested_files), what was quarantined and why "
+         "(ops.quarantine), and the usage no price covers (marts.unpriced_usage).", _quality(con)),
         ("Alert state", "The break-even alert: its current state per model (ops.alert_state) and the alerts sent (ops.alerts).", _alerts(con)),
     ]
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
