@@ -101,3 +101,14 @@ def test_the_console_entry_prints_no_traceback(tmp_path: Path, argv: list[str]):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_the_contract_and_the_readme_list_every_command():
+    """docs/contract.md section 1 has a row for every `thinktax` command, README.md's table too."""
+    contract = (REPO / "docs" / "contract.md").read_text().split("## 2.")[0]
+    readme = (REPO / "README.md").read_text()
+    for p in (REPO / "thinktax" / "commands").glob("[a-z]*.py"):
+        name = p.stem.replace("_", "-")
+        assert f"| `thinktax {name}" in contract, name
+        assert f"thinktax {name}" in readme, name
+    assert "`metrics_url`" in readme and "THINKTAX_OPENAI_BASE_URL" in readme and "THINKTAX_ANTHROPIC_BASE_URL" in readme
