@@ -7,7 +7,7 @@ UTC: 2 paid hours of 1 GPU-hour and 2.00 USD each. It serves nothing; its vLLM s
 fixture tests/fixtures/metrics/gpu-node-a__2026-11-03T14-05-00Z.prom byte for byte (an idle server's
 counters do not move), at 10:10, 10:40 and 11:10. Node ``idle-2`` (same price, 10:00-11:00) is
 scraped once, at 10:10, with the same bytes.
-* scrapes per hour (marts.node_hours.scrapes... counted here as distinct scrape_ts): idle-1 hour 10:
+* scrapes per hour (marts.node_hours.scrapes: distinct scrape times): idle-1 hour 10:
   10:10 and 10:40 = 2; hour 11: 11:10 = 1; idle-2 hour 10: 1.
 * counter deltas: 10:10 -> 10:40 and 10:40 -> 11:10 are 0 (same bytes), each in the hour of the
   scrape that ends it: hour 10 prompt_tokens 0, hour 11 prompt_tokens 0; calls 0 (e2e count delta 0).
@@ -83,13 +83,13 @@ def test_identical_scrapes_at_other_times_or_nodes_are_all_kept(con):
 def test_the_idle_node_hours_worked_by_hand(con):
     con, _landing = con
     rows = con.execute("""
-        SELECT node_id, strftime(hour, '%H:%M'), gpu_hours, cost_usd, calls, prompt_tokens, generation_tokens,
-               kv_cache_usage_mean
+        SELECT node_id, strftime(hour, '%H:%M'), scrapes, gpu_hours, cost_usd, calls, prompt_tokens,
+               generation_tokens, kv_cache_usage_mean
         FROM marts.node_hours ORDER BY node_id, hour""").fetchall()
     assert rows == [
-        ("idle-1", "10:00", 1, D("2.000000"), 0, 0, 0, 0.4375),
-        ("idle-1", "11:00", 1, D("2.000000"), 0, 0, 0, 0.4375),
-        ("idle-2", "10:00", 1, D("2.000000"), None, None, None, 0.4375),
+        ("idle-1", "10:00", 2, 1, D("2.000000"), 0, 0, 0, 0.4375),
+        ("idle-1", "11:00", 1, 1, D("2.000000"), 0, 0, 0, 0.4375),
+        ("idle-2", "10:00", 1, 1, D("2.000000"), None, None, None, 0.4375),
     ]
     scrapes = con.execute("SELECT node_id, strftime(date_trunc('hour', scrape_ts), '%H'), count(DISTINCT scrape_ts) "
                           "FROM stg.metric_samples GROUP BY ALL ORDER BY ALL").fetchall()
