@@ -108,14 +108,16 @@ class _SignalWatch:
 
 
 def end_children(timeout: float = CHILD_STOP_SECONDS) -> list[int]:
-    """Every process this one started is ended before it exits, in at most ~``timeout`` s: the
+    """Every process this one started is ended before it exits, in at most ~``timeout`` s each: the
     Great Expectations worker (warehouse/expectations.py ``reap_workers``: told to end when the
-    ingest step finished, waited for here), then any other multiprocessing child still alive
-    (waited for, then SIGTERM, then SIGKILL). Returns the pids that had to be ended."""
+    ingest step finished, waited for here), a local Spark session's JVM, then any other
+    multiprocessing child still alive (waited for, then SIGTERM, then SIGKILL). Returns the pids
+    that had to be ended."""
     ended: list[int] = []
     gx = sys.modules.get("warehouse.expectations")
     if gx is not None:
         ended += gx.reap_workers(timeout)
+    ended += _end_spark_gateway(timeout)
     mp = sys.modules.get("multiprocessing")
     if mp is not None:
         deadline = time.monotonic() + timeout
@@ -129,6 +131,34 @@ def end_children(timeout: float = CHILD_STOP_SECONDS) -> list[int]:
                     p.join(2.0)
                 ended.append(p.pid)
     return ended
+
+
+def _end_spark_gateway(timeout: float) -> list[int]:
+    """A local Spark session's JVM (pyspark's gateway, started by ``spark-submit``): its stdin is
+    closed, on which the JVM stops Spark and exits by itself (pyspark ``launch_gateway``: "so that
+    the Java gateway can die when the pipe is broken"); waited for, then ended. A Spark Connect
+    session has no such process here."""
+    import subprocess  # noqa: PLC0415
+
+    context = sys.modules.get("pyspark.context")
+    gateway = getattr(getattr(context, "SparkContext", None), "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    if proc is None or proc.poll() is not None:
+        return []
+    with contextlib.suppress(OSError, ValueError):
+        if proc.stdin is not None:
+            proc.stdin.close()
+    try:
+        proc.wait(timeout)
+        return []
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.wait(2.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(2.0)
+        return [proc.pid]
 
 
 def entry() -> None:
