@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 # 2 a usage error (a clear message, never a traceback), 130 Ctrl-C, 143 SIGTERM.
 EXIT_SIGTERM = 128 + signal.SIGTERM
 CHILD_STOP_SECONDS = 5.0  # how long the exit waits for a child process before ending it
+SPARK_STOP_SECONDS = 15.0  # ... for a local Spark context to stop and its JVM to exit
 
 
 def _main(argv: list[str] | None) -> tuple[int, bool]:
@@ -134,22 +135,39 @@ def end_children(timeout: float = CHILD_STOP_SECONDS) -> list[int]:
 
 
 def _end_spark_gateway(timeout: float) -> list[int]:
-    """A local Spark session's JVM (pyspark's gateway, started by ``spark-submit``): its stdin is
-    closed, on which the JVM stops Spark and exits by itself (pyspark ``launch_gateway``: "so that
-    the Java gateway can die when the pipe is broken"); waited for, then ended. A Spark Connect
-    session has no such process here."""
+    """A local Spark session's JVM (pyspark's gateway, started by ``spark-submit``): the Spark
+    context is stopped, then the JVM's stdin closed, on which it exits by itself (pyspark
+    ``launch_gateway``: "so that the Java gateway can die when the pipe is broken"); waited for
+    (``timeout``, at least :data:`SPARK_STOP_SECONDS` when a context is active), then ended. A
+    Spark Connect session has no such process here."""
     import subprocess  # noqa: PLC0415
+    import threading  # noqa: PLC0415
 
     context = sys.modules.get("pyspark.context")
-    gateway = getattr(getattr(context, "SparkContext", None), "_gateway", None)
+    spark_context = getattr(context, "SparkContext", None)
+    gateway = getattr(spark_context, "_gateway", None)
     proc = getattr(gateway, "proc", None)
     if proc is None or proc.poll() is not None:
         return []
+    active = getattr(spark_context, "_active_spark_context", None)
+    if active is not None:
+        timeout = max(timeout, SPARK_STOP_SECONDS)
+    deadline = time.monotonic() + timeout
+    if active is not None:
+        # SparkContext.stop() first (in a thread, so that it is bounded too): it also stops the
+        # driver's accumulator server, which otherwise prints an EOFError when the JVM goes away
+        def stop() -> None:
+            with contextlib.suppress(Exception):
+                active.stop()
+
+        stopper = threading.Thread(target=stop, name="thinktax-spark-stop", daemon=True)
+        stopper.start()
+        stopper.join(timeout)
     with contextlib.suppress(OSError, ValueError):
         if proc.stdin is not None:
             proc.stdin.close()
     try:
-        proc.wait(timeout)
+        proc.wait(max(0.5, deadline - time.monotonic()))
         return []
     except subprocess.TimeoutExpired:
         proc.terminate()

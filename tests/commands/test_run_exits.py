@@ -68,7 +68,8 @@ def _alive(p: psutil.Process) -> bool:
         return False
 
 
-def thinktax(tmp_path: Path, *args: str, prelude: str = "", signal_when: Path | None = None) -> Ran:
+def thinktax(tmp_path: Path, *args: str, prelude: str = "", signal_when: Path | None = None,
+             timeout: float = TIMEOUT) -> Ran:
     """Run ``thinktax <args>`` (``prelude``: Python run first, in the same process); with
     ``signal_when``, send SIGTERM once that file exists."""
     code = f"{prelude}\nimport sys\nfrom thinktax.cli import entry\nsys.argv = ['thinktax', *{list(args)!r}]\nentry()\n"
@@ -78,14 +79,14 @@ def thinktax(tmp_path: Path, *args: str, prelude: str = "", signal_when: Path | 
         me = psutil.Process(proc.pid)
         children: dict[int, psutil.Process] = {}
         cmdlines: dict[int, str] = {}
-        deadline = time.monotonic() + TIMEOUT
+        deadline = time.monotonic() + timeout
         sent = False
         while proc.poll() is None:
             if time.monotonic() > deadline:
                 for c in [me, *children.values()]:
                     with contextlib.suppress(psutil.NoSuchProcess):
                         c.kill()
-                pytest.fail(f"thinktax {' '.join(args)} did not exit within {TIMEOUT} s")
+                pytest.fail(f"thinktax {' '.join(args)} did not exit within {timeout} s")
             try:
                 for c in me.children(recursive=True):
                     if c.pid not in children or not cmdlines.get(c.pid):
@@ -277,3 +278,18 @@ def test_sigterm_mid_ingest_exits_143_publishes_nothing_and_ends_every_child(pub
     again = thinktax(tmp_path, "run", "--landing", str(landing), "--warehouse", str(wh))
     assert again.returncode == 0, again.stderr[-3000:]
     assert new_file_rows(wh, "telemetry/requests/zz-slow.jsonl") == ("loaded", 3, 3, 0, 0)
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(1800)  # a local Spark run: ~4 min on 2 idle cores, over 10 when they are shared
+def test_a_local_spark_run_ends_its_jvm_before_it_exits(tmp_path):
+    """``--engine spark`` without ``--spark-remote`` starts a JVM (pyspark's gateway): it is gone
+    when the run has exited, not left to notice later that its stdin closed."""
+    landing = write_files(tmp_path / "landing", MINI_FILES)
+    ran = thinktax(tmp_path, "run", "--engine", "spark", "--landing", str(landing),
+                   "--warehouse", str(tmp_path / "wh"), "--quiet", timeout=1700)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    jvms = [p for pid, p in ran.children.items() if "java" in ran.cmdlines.get(pid, "").split(" ")[0]]
+    assert jvms, sorted(ran.cmdlines.values())
+    assert not [p.pid for p in jvms if _alive(p)]
+    assert_nothing_left(ran)
