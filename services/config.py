@@ -215,35 +215,88 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {p}") from None
+    except (OSError, UnicodeDecodeError) as exc:  # a folder, no permission, not UTF-8
+        raise ConfigError(f"{p}: cannot be read as a TOML file ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    known = {"hours_per_month", "tiers", "alert", "forecast", "capacity", "otel", "cloud", "engine", "warehouse",
-             "anomaly"}
-    unknown = set(raw) - known
-    if unknown:
-        raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
-    try:
-        tiers = Tiers(**raw.get("tiers", {}))
-        alert = Alert(**raw.get("alert", {}))
-        forecast = Forecast(**raw.get("forecast", {}))
-        capacity = Capacity(**raw.get("capacity", {}))
-        otel = Otel(**raw.get("otel", {}))
-        cloud = Cloud(**raw.get("cloud", {}))
-        engine = Engine(**raw.get("engine", {}))
-        warehouse = Warehouse(**raw.get("warehouse", {}))
-        anomaly_raw = dict(raw.get("anomaly", {}))
-        if isinstance(anomaly_raw.get("alert_scopes"), list):
-            anomaly_raw["alert_scopes"] = tuple(anomaly_raw["alert_scopes"])
-        anomaly = Anomaly(**anomaly_raw)
-    except TypeError as exc:
-        raise ConfigError(f"{p}: {exc}") from None
+    _check_types(raw, p)
+    tiers = Tiers(**raw.get("tiers", {}))
+    alert = Alert(**raw.get("alert", {}))
+    forecast = Forecast(**raw.get("forecast", {}))
+    capacity = Capacity(**raw.get("capacity", {}))
+    otel = Otel(**raw.get("otel", {}))
+    cloud = Cloud(**raw.get("cloud", {}))
+    engine = Engine(**raw.get("engine", {}))
+    warehouse = Warehouse(**raw.get("warehouse", {}))
+    anomaly_raw = dict(raw.get("anomaly", {}))
+    if isinstance(anomaly_raw.get("alert_scopes"), list):
+        anomaly_raw["alert_scopes"] = tuple(anomaly_raw["alert_scopes"])
+    anomaly = Anomaly(**anomaly_raw)
     if engine.kind not in ("duckdb", "spark"):
         raise ConfigError(f"{p}: engine.kind must be 'duckdb' or 'spark', got {engine.kind!r}")
     if engine.ingest not in ("duckdb", "spark"):
         raise ConfigError(f"{p}: engine.ingest must be 'spark' or 'duckdb', got {engine.ingest!r}")
-    return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, forecast=forecast,
-                         capacity=capacity, otel=otel, cloud=cloud, engine=engine, warehouse=warehouse,
-                         anomaly=anomaly, source=str(p)))
+    try:
+        return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert,
+                             forecast=forecast, capacity=capacity, otel=otel, cloud=cloud, engine=engine,
+                             warehouse=warehouse, anomaly=anomaly, source=str(p)))
+    except ConfigError as exc:
+        raise ConfigError(f"{p}: {exc}") from None
+
+
+# The sections of thinktax.toml, each a dataclass whose fields are its keys (top-level keys: Config's).
+SECTIONS: dict[str, type] = {"tiers": Tiers, "alert": Alert, "forecast": Forecast, "capacity": Capacity,
+                             "otel": Otel, "cloud": Cloud, "engine": Engine, "warehouse": Warehouse,
+                             "anomaly": Anomaly}
+_TOP = {"hours_per_month": float}
+_EXPECTED = {int: "an integer", float: "a number", str: "a string", dict: "a table of numbers, e.g. { fast = 0.8 }",
+             tuple: "a list of strings, e.g. [\"team\"]"}
+
+
+def _kind(annotation: object) -> type:
+    """int, float, str or dict, from a field's type (``dict[str, float]`` is dict)."""
+    return getattr(annotation, "__origin__", annotation)  # type: ignore[return-value]
+
+
+def _type_ok(kind: type, value: object) -> bool:
+    if isinstance(value, bool):  # TOML true/false is never a count, a number or a name
+        return False
+    if kind is int:
+        return isinstance(value, int)
+    if kind is float:
+        return isinstance(value, (int, float))
+    if kind is dict:
+        return isinstance(value, dict) and all(_type_ok(float, v) for v in value.values())
+    if kind is tuple:
+        return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    return isinstance(value, kind)
+
+
+def _check_types(raw: dict, p: Path) -> None:
+    """Every key of the file is known and has its type: the message names the file, the key, the
+    value and the type expected (a range is checked after, by ``_check``)."""
+    import typing  # noqa: PLC0415
+
+    unknown = set(raw) - set(SECTIONS) - set(_TOP)
+    if unknown:
+        raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
+    for key, kind in _TOP.items():
+        if key in raw and not _type_ok(kind, raw[key]):
+            raise ConfigError(f"{p}: {key} = {raw[key]!r}: expected {_EXPECTED[kind]}")
+    for section, cls in SECTIONS.items():
+        if section not in raw:
+            continue
+        table = raw[section]
+        if not isinstance(table, dict):
+            raise ConfigError(f"{p}: {section} = {table!r}: expected a table ([{section}])")
+        hints = typing.get_type_hints(cls)
+        unknown = set(table) - set(hints)
+        if unknown:
+            raise ConfigError(f"{p}: [{section}]: unknown settings {sorted(unknown)} (known: {', '.join(hints)})")
+        for key, value in table.items():
+            kind = _kind(hints[key])
+            if not _type_ok(kind, value):
+                raise ConfigError(f"{p}: [{section}] {key} = {value!r}: expected {_EXPECTED[kind]}")
 
 
 WAREHOUSE_FILE = Path(DEFAULT_WAREHOUSE).name

@@ -88,10 +88,16 @@ def _safe_node(node_id: str) -> str:
 
 
 def load_targets(spec: str) -> list[Target]:
-    """Targets from a nodes.csv path or from comma-separated URLs."""
+    """Targets from a nodes.csv path or from comma-separated URLs. Something that looks like a file
+    (a path separator and no scheme, or a .csv name) and is not one is said to be missing."""
     path = Path(spec)
     if path.is_file():
         return _targets_from_csv(path)
+    if "://" not in spec and (path.suffix.lower() == ".csv" or spec.startswith(("/", "./", "../", "~"))
+                              or path.is_dir()):
+        kind = "is a folder" if path.is_dir() else "does not exist"
+        raise ValueError(f"--targets {spec}: {kind} (expected a nodes.csv with columns node_id and metrics_url, "
+                         "or comma-separated URLs)")
     targets = []
     for raw in spec.split(","):
         if raw.strip():

@@ -191,6 +191,10 @@ class SuiteResult:
 
 _CONTEXT: Any = None
 _WORKER: Any = None  # concurrent.futures.ProcessPoolExecutor: the GX worker process (start_worker)
+_WORKER_USED = False  # whether a table's rows were sent to it (submit)
+# Pools told to end (stop_worker) and not yet reaped: (pool's manager thread, its processes).
+_STOPPING: list[tuple[Any, list[Any]]] = []
+STOP_SECONDS = 5.0  # how long reap_workers waits for a worker to end before ending it
 
 
 def start_worker() -> None:
@@ -198,13 +202,15 @@ def start_worker() -> None:
     process does meanwhile. The ingest step calls this at its first new landing file: GX's import
     is ~4 CPU s of Python, which on the demo otherwise ran after the ingest, on the step's own core
     (in a thread of this process it slowed the ingest by as much, for the GIL). The checks then
-    send each table's new rows there (:func:`submit`); :func:`stop_worker` ends it.
+    send each table's new rows there (:func:`submit`); :func:`stop_worker` ends it and
+    :func:`reap_workers` (the CLI's exit, and an exit handler) waits for its end, bounded.
 
     A spawned process (not forked: DuckDB's threads hold locks). One that cannot be started, or
     that dies, is replaced by validating in this process; ``THINKTAX_GX_WORKER=0`` turns it off."""
-    global _WORKER
+    global _WORKER, _WORKER_USED
     if _WORKER is not None or _CONTEXT is not None or os.environ.get("THINKTAX_GX_WORKER", "1").strip() == "0":
         return
+    import atexit  # noqa: PLC0415
     import multiprocessing  # noqa: PLC0415
     from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
 
@@ -212,18 +218,69 @@ def start_worker() -> None:
         _WORKER = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
                                       initializer=_worker_init)
         _WORKER.submit(int)  # the pool starts its process at the first task: now
+        _WORKER_USED = False
     except (OSError, RuntimeError) as exc:
         log.warning("Great Expectations worker process not started (%s): validating in this process", exc)
         _WORKER = None
+        return
+    # Exit handlers run last-registered first: this one before multiprocessing's own, which closes
+    # the pool's call queue and then joins its process, forever when the pool's manager thread had
+    # not yet sent the process its end (issue 47: the fast exit skips the thread shutdown that would).
+    atexit.unregister(reap_workers)
+    atexit.register(reap_workers)
 
 
 def stop_worker() -> None:
     """Tell the worker to end, without waiting for it (its interpreter's teardown, ~0.7 s, then
-    overlaps the rest of the run; the pool's own exit handler reaps it at the latest)."""
+    overlaps the rest of the run); :func:`reap_workers` waits for it, bounded.
+
+    A worker no table was sent to (every new file was a duplicate, unreadable or empty) is ended
+    now: it is at most importing GX, which nothing will use."""
     global _WORKER
+    if _WORKER is None:
+        return
+    pool, _WORKER = _WORKER, None
+    procs = list((pool._processes or {}).values())  # noqa: SLF001 - shutdown() forgets them
+    manager = pool._executor_manager_thread  # noqa: SLF001
+    if not _WORKER_USED:
+        for p in procs:
+            _end(p, signal_only=True)
+    pool.shutdown(wait=False, cancel_futures=True)
+    _STOPPING.append((manager, procs))
+
+
+def reap_workers(timeout: float | None = None) -> list[int]:
+    """Wait, at most ``timeout`` seconds in all (default :data:`STOP_SECONDS`), for the workers
+    :func:`stop_worker` told to end; end any still alive (SIGTERM, then SIGKILL). Returns the pids
+    that had to be ended. Called by the CLI before it exits, and as an exit handler."""
     if _WORKER is not None:
-        pool, _WORKER = _WORKER, None
-        pool.shutdown(wait=False, cancel_futures=True)
+        stop_worker()
+    deadline = time.monotonic() + (STOP_SECONDS if timeout is None else timeout)
+    ended: list[int] = []
+    while _STOPPING:
+        manager, procs = _STOPPING.pop(0)
+        for p in procs:
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                log.warning("Great Expectations worker process %s still running after %.0f s: ending it",
+                            p.pid, STOP_SECONDS if timeout is None else timeout)
+                _end(p)
+                ended.append(p.pid)
+        if manager is not None:
+            manager.join(max(1.0, deadline - time.monotonic()))  # it sees its process gone, and returns
+    return ended
+
+
+def _end(p: Any, *, signal_only: bool = False) -> None:
+    """SIGTERM ``p`` (a multiprocessing process); unless ``signal_only``, wait 2 s, then SIGKILL."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        p.terminate()
+        if signal_only:
+            return
+        p.join(2.0)
+        if p.is_alive():
+            p.kill()
+            p.join(2.0)
 
 
 @contextlib.contextmanager
@@ -369,6 +426,7 @@ def submit(con: duckdb.DuckDBPyConnection, table: str, first_file_id: int, *,
     runs (:func:`start_worker`), else when the returned function is called, here. Calling it
     gives the :class:`SuiteResult`. The checks submit every table first, then collect, so the
     worker validates one table while this process reads the next."""
+    global _WORKER_USED
     start = time.monotonic()
     now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
     suite = suite or suite_for(con, table, now)
@@ -383,6 +441,7 @@ def submit(con: duckdb.DuckDBPyConnection, table: str, first_file_id: int, *,
         "SELECT file_id, file FROM ops.ingested_files WHERE file_id >= ?", [first_file_id]).fetchall())
     future = None
     if _WORKER is not None:
+        _WORKER_USED = True
         try:
             future = _WORKER.submit(_gx_results, suite, df)
         except RuntimeError as exc:  # BrokenProcessPool: the worker process died

@@ -7,6 +7,9 @@ For every file under the landing folder (sorted by path):
    nightly run's cost does not grow with the history already landed. A file that changed (size
    or mtime differs) goes on to step 1;
 1. sha256 of its bytes; a file whose content was ingested before (under any name) is skipped.
+   A Prometheus scrape is the triple (node, time, bytes) (:func:`file_identity`): its node and
+   time in the file name are hashed with its bytes, so an idle node's identical scrapes at other
+   times, or another node's identical scrape, are kept; the same file landed again is skipped.
 2. gunzip (``.gz`` or gzip magic), UTF-8 check, format detection (``sources.registry``), parse.
    A file that fails any of these is recorded as ``unreadable``: one ``ops.quarantine`` row
    naming file, line and field, a warning, and the run goes on.
@@ -141,6 +144,34 @@ def folder_of(rel: str, folders: Iterable[str]) -> str | None:
         if rel.startswith(f + "/") and (best is None or len(f) > len(best)):
             best = f
     return best
+
+
+SCRAPE_FOLDER = "telemetry/metrics"
+
+
+def file_identity(rel: str, raw: bytes) -> str:
+    """What ``ops.ingested_files.sha256`` holds and a file is de-duplicated by: the sha256 of its
+    bytes; for a Prometheus scrape whose name gives its node and time
+    (``telemetry/metrics/<node>__<ISO-8601 UTC>[.<tag>].prom``, sources/prometheus.py), the sha256
+    of that node, time and the bytes (issue 47). An idle node's scrapes are byte-identical, and
+    its time and node live only in the file name: hashed by bytes alone, the second and later
+    scrapes were skipped as re-landings and their times lost, and a node whose bytes matched
+    another node's got no metrics at all."""
+    head = identity_head(rel)
+    return hashlib.sha256(raw if head is None else head + raw).hexdigest()
+
+
+def identity_head(rel: str) -> bytes | None:
+    """The bytes hashed before a file's own in :func:`file_identity` (None: only its bytes). The
+    Spark engine's ingest hashes the same (warehouse/spark/ingest.py)."""
+    if not rel.startswith(SCRAPE_FOLDER + "/"):
+        return None
+    from sources.prometheus import parse_scrape_name  # noqa: PLC0415 - only for scrapes
+
+    node, ts = parse_scrape_name(rel)
+    if not (node and ts):
+        return None
+    return f"prometheus scrape\0node={node}\0time={ts.isoformat()}\0".encode()
 
 
 def _decode(data: bytes, rel: str) -> bytes:
@@ -464,7 +495,7 @@ class Ingestor:
         if spec is not None:
             return self._ingest_in_place(path, rel, folder, folders, spec, before)
         raw = path.read_bytes()
-        sha = hashlib.sha256(raw).hexdigest()
+        sha = file_identity(rel, raw)
         # The mtime is recorded only if the file did not change while it was read (same size and
         # mtime before and after, size = bytes read); otherwise NULL: the next run reads it again.
         after = path.stat()
@@ -523,7 +554,7 @@ class Ingestor:
         if ``_read_in_place`` would take them, else the file goes the route it would have gone."""
         def read() -> tuple[bytes, str, bytes | SourceFormatError, int | None]:
             raw = path.read_bytes()
-            sha = hashlib.sha256(raw).hexdigest()
+            sha = file_identity(rel, raw)
             try:
                 data: bytes | SourceFormatError = _decode(raw, rel)
             except SourceFormatError as exc:
@@ -720,7 +751,7 @@ class Ingestor:
                 if st.st_size >= BY_PATH_BYTES and _reads_by_path(spec):  # read by path when the loop reaches it
                     continue
                 raw = path.read_bytes()
-                sha = hashlib.sha256(raw).hexdigest()
+                sha = file_identity(rel, raw)
                 if self._known(sha):
                     continue
                 data = _decode(raw, rel)

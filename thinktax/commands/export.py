@@ -288,12 +288,20 @@ def run(args: argparse.Namespace) -> int:
     if args.month is not None and not _MONTH.fullmatch(args.month):
         print(f"thinktax: --month must be YYYY-MM, got {args.month!r}", file=sys.stderr)
         return 2
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        print(f"thinktax: --out {out} is a file; --out names the folder the FOCUS files are written into",
+              file=sys.stderr)
+        return 2
     _, warehouse = resolve_paths(None, args.warehouse)
     try:
         with read_only(warehouse) as con:
-            written = export_focus(con, Path(args.out), args.format, args.month, args.spec)
+            written = export_focus(con, out, args.format, args.month, args.spec)
     except FileNotFoundError as exc:
         print(f"thinktax: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # --out under a file, or not writable
+        print(f"thinktax: cannot write into --out {out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except duckdb.Error as exc:
         print(f"thinktax: export failed: {exc}", file=sys.stderr)

@@ -8,8 +8,10 @@ SparkContext: a cluster reached through Spark Connect runs the same code):
    ``abfss://``, ``gs://``), without the bytes. A file whose (path, size, modification time to the
    millisecond) is in ``ops.ingested_files`` is skipped unread; the others are read by the
    executors. Files are ordered as on DuckDB: ``fx/`` first, then by relative path.
-2. **content**: ``sha2(content, 256)`` in Spark SQL; a content already in ``ops.ingested_files``
-   (under any name) is skipped, and of two new files with the same bytes only the first counts.
+2. **content**: ``sha2(content, 256)`` in Spark SQL (a Prometheus scrape's node and time from its
+   name hashed before its bytes, ``warehouse.ingest.file_identity``); a content already in
+   ``ops.ingested_files`` (under any name) is skipped, and of two new files with the same bytes
+   only the first counts.
 3. **parse** (one ``mapInArrow``): each executor runs ``warehouse.ingest``'s own ``_decode``
    (gunzip, UTF-8), ``_detect`` (the sniffers of the file's folder) and the parser of
    ``sources/`` (several files of one format in one call where the format has a batch parser, as
@@ -440,9 +442,12 @@ class SparkIngest:
         scratch = f"{self._run_scratch}/{name}"
         ctx = ParseContext(ingested_at=self.now, fx_usd_per_unit=self.fx_rates(),
                            otel_team_attribute=self.otel_team_attribute)
+        from warehouse.ingest import identity_head  # noqa: PLC0415
+
         meta = spark.createDataFrame(
-            [(first_order + i, rel, path, nbytes, mtime) for i, (rel, path, nbytes, mtime) in enumerate(files)],
-            "file_order INT, rel STRING, path STRING, nbytes BIGINT, mtime_ns BIGINT")
+            [(first_order + i, rel, path, nbytes, mtime, identity_head(rel))
+             for i, (rel, path, nbytes, mtime) in enumerate(files)],
+            "file_order INT, rel STRING, path STRING, nbytes BIGINT, mtime_ns BIGINT, head BINARY")
         remote = [f[1] for f in files if f[1] not in self._local]
         content = None
         if remote:
@@ -454,7 +459,8 @@ class SparkIngest:
             content = here if content is None else content.unionByName(here)
         meta = meta.withColumn("path", F.regexp_replace("path", "^file:/+", "file:/"))
         known = spark.table("ops.ingested_files").select(F.col("sha256").alias("sha"))
-        batch = (meta.join(content, "path").withColumn("sha", F.sha2("content", 256))
+        identity = F.when(F.col("head").isNull(), F.col("content")).otherwise(F.concat("head", "content"))
+        batch = (meta.join(content, "path").withColumn("sha", F.sha2(identity, 256))
                  .join(known, "sha", "left_anti")
                  .select("file_order", "rel", "sha", "nbytes", "mtime_ns", "content"))
         parse = parse_files(ctx, landing_folders())

@@ -66,6 +66,11 @@ def _landing(root):  # noqa: ANN001, ANN202
     (landing / "telemetry/metrics").mkdir(parents=True)
     for f in (REPO / "tests/fixtures/metrics").glob("*.prom"):
         shutil.copy(f, landing / "telemetry/metrics" / f.name)
+    # the same bytes scraped from another node, and from the same node 30 minutes later: each is a
+    # scrape of its own (node, time, bytes: warehouse.ingest.file_identity), on both engines
+    a = REPO / "tests/fixtures/metrics/gpu-node-a__2026-11-03T14-05-00Z.prom"
+    shutil.copy(a, landing / "telemetry/metrics/gpu-node-c__2026-11-03T14-05-00Z.prom")
+    shutil.copy(a, landing / "telemetry/metrics/gpu-node-a__2026-11-03T14-35-00Z.prom")
     return landing
 
 
@@ -132,6 +137,8 @@ def test_spark_ingest_equals_the_duckdb_ingest(spark, tmp_path):
     assert outcome(got) == outcome(duck), set(outcome(got)) ^ set(outcome(duck))
     status = {f.file: f.status for f in got.files}
     assert status["telemetry/requests/copy-of-calls.jsonl"] == "already_ingested"
+    assert status["telemetry/metrics/gpu-node-c__2026-11-03T14-05-00Z.prom"] == "loaded"
+    assert status["telemetry/metrics/gpu-node-a__2026-11-03T14-35-00Z.prom"] == "loaded"
     for bad in ("telemetry/requests/broken.jsonl.gz", "telemetry/requests/latin1.jsonl", "prices/llm/empty.csv",
                 "nowhere/readme.txt", "prices/llm/litellm_truncated.json"):
         assert status[bad] == "unreadable", bad
