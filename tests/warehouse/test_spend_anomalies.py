@@ -244,7 +244,7 @@ def test_config_defaults_match_the_mart_and_bad_values_are_named():
     assert DEFAULTS == {"adapt_days": a.adapt_days, "min_history_days": a.min_history_days,
                         "min_impact_usd": a.min_impact_usd, "min_impact_pct": a.min_impact_pct}
     assert Config().settings_row()["anomaly_min_impact_usd"] == 100.0
-    with pytest.raises(ConfigError, match=r"\[anomaly\] adapt_days = .two weeks.: expected an integer"):
+    with pytest.raises(ConfigError, match="anomaly.adapt_days"):
         _check(Config(anomaly=Anomaly(adapt_days=0)))
     with pytest.raises(ConfigError, match="anomaly.min_impact_pct"):
         _check(Config(anomaly=Anomaly(min_impact_pct=-1)))
