@@ -100,7 +100,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.registry import SourceSpec
-from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS
+from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS, PRINCIPALS, secret_checks_sql
 from sources.requests import _TIERS
 
 TABLE = "stg.requests"
@@ -123,6 +123,12 @@ _KEYS = {
     "response_id": "gen_ai.response.id",
     "agent_name": "gen_ai.agent.name",
     "service_tier": "openai.response.service_tier",
+    # issue 41: the conversation (GenAI conventions gen_ai.conversation.id; OpenInference session.id)
+    # and the user (OpenInference user.id; the general conventions' user.id, formerly enduser.id)
+    "conversation_id": "gen_ai.conversation.id",
+    "oi_session_id": "session.id",
+    "user_attr": "user.id",
+    "enduser_attr": "enduser.id",
 }
 # The token counts, each bucket with every name it is written under (first = the name a reason
 # gives when the bucket has none). A span may carry several names of one bucket (pydantic-ai writes
@@ -269,6 +275,8 @@ def _sql() -> str:
     meanings = ", ".join(f"('{s}', {str(i).lower()}, {str(o).lower()})" for s, i, o in _SCOPE_MEANINGS)
     tiers = ", ".join(f"'{k}'" for k in _TIERS)
     tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TIERS.items())
+    secrets = secret_checks_sql({"session_id": "gen_ai.conversation.id | session.id", "user_id": "user.id | enduser.id",
+                                 "agent_name": "gen_ai.agent.name"})
     return f"""
 WITH a AS (
     SELECT idx,
@@ -298,8 +306,17 @@ ancestors AS (
         FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
         WHERE p.parent_span_id <> '' AND up.depth < 256
     )
-    SELECT up.idx, up.depth, p.op, p.agent_name, p.name, p.parent_span_id
+    SELECT up.idx, up.depth, p.op, p.agent_name, p.name, p.parent_span_id,
+           coalesce(nullif(trim(p.conversation_id), ''), nullif(trim(p.oi_session_id), '')) AS session_id,
+           coalesce(nullif(trim(p.user_attr), ''), nullif(trim(p.enduser_attr), '')) AS user_id
     FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
+),
+inherited AS (
+    -- the conversation and user of the nearest ancestor that names them (an agent framework sets
+    -- gen_ai.conversation.id on its invoke_agent span, not always on each chat span)
+    SELECT idx, arg_min(session_id, depth) FILTER (WHERE session_id IS NOT NULL) AS session_id,
+           arg_min(user_id, depth) FILTER (WHERE user_id IS NOT NULL) AS user_id
+    FROM ancestors GROUP BY idx
 ),
 agent AS (
     SELECT idx, arg_min(agent_name, depth) AS agent_name
@@ -327,11 +344,16 @@ fields AS (
            lower(nullif(trim(c.service_tier), '')) AS tier_raw,
            nullif(trim(coalesce(ag.agent_name, r.root_name, tp.top_name, c.name)), '') AS task_type,
            nullif(trim(t.team), '') AS team,
+           nullif(c.parent_span_id, '') AS parent_span_id,
+           nullif(trim(ag.agent_name), '') AS agent_name,
+           coalesce(nullif(trim(c.conversation_id), ''), nullif(trim(c.oi_session_id), ''), inh.session_id) AS session_id,
+           coalesce(nullif(trim(c.user_attr), ''), nullif(trim(c.enduser_attr), ''), inh.user_id) AS user_id,
            coalesce(m.input_has_cache, true) AS input_has_cache,
            coalesce(m.output_has_reasoning, true) AS output_has_reasoning,
            {raw}
     FROM calls c
     LEFT JOIN agent ag USING (idx)
+    LEFT JOIN inherited inh USING (idx)
     LEFT JOIN top tp USING (idx)
     LEFT JOIN roots r ON r.trace_id = c.trace_id
     LEFT JOIN team t ON t.res = c.res
@@ -371,6 +393,7 @@ judged AS (
                 THEN struct_pack(f := 'gen_ai.usage.reasoning.output_tokens', r := 'reasoning tokens exceed the output tokens they are part of')
             WHEN tier_raw IS NOT NULL AND tier_raw NOT IN ({tiers})
                 THEN struct_pack(f := 'openai.response.service_tier', r := 'unknown service tier "' || tier_raw || '"')
+            {secrets}
         END AS problem
     FROM counted
 )
@@ -381,7 +404,11 @@ SELECT line, problem.f AS reject_field, problem.r AS reject_reason,
        CAST(NULL AS DOUBLE) AS latency_ms, CAST(NULL AS DOUBLE) AS ttft_ms, 'otel_genai' AS usage_shape,
        uncached_input_tokens, coalesce(p_cache_read, 0) AS cached_input_tokens,
        coalesce(p_cache_write, 0) AS cache_write_tokens, coalesce(p_reasoning, 0) AS thinking_tokens, output_tokens,
-       CASE tier_raw {tier_case} END AS service_tier
+       CASE tier_raw {tier_case} END AS service_tier,
+       CAST(NULL AS VARCHAR) AS api_key, user_id, CAST(NULL AS VARCHAR) AS end_user_id,
+       CAST(NULL AS VARCHAR) AS project_id, CAST(NULL AS VARCHAR) AS workspace_id, session_id,
+       lower(trace_id) AS trace_id, lower(span_id) AS span_id, lower(parent_span_id) AS parent_span_id,
+       agent_name, CAST(NULL AS VARCHAR) AS tags
 FROM judged
 ORDER BY idx
 """
@@ -390,7 +417,7 @@ ORDER BY idx
 _QUERY = _sql()
 _OUT = ["line", "ts", "request_id", "model", "provider", "node_id", "task_id", "task_type", "team", "latency_ms",
         "ttft_ms", "usage_shape", "uncached_input_tokens", "cached_input_tokens", "cache_write_tokens",
-        "thinking_tokens", "output_tokens", "service_tier"]
+        "thinking_tokens", "output_tokens", "service_tier", *PRINCIPALS]
 
 
 def sniff(data: bytes, name: str) -> bool:

@@ -288,6 +288,25 @@ costed AS (
              + core.usd_for_tokens(c.output_tokens, c.rate_output_usd_per_mtok) AS DECIMAL(38,15)) END AS modified_token_cost_usd,
            CAST(CASE WHEN c.modified THEN core.usd_for_tokens(c.thinking_tokens, c.rate_reasoning_usd_per_mtok)
                      ELSE core.usd_for_tokens(c.thinking_tokens, c.reasoning_usd_per_mtok) END AS DECIMAL(38,15)) AS api_thinking_cost_usd,
+           -- issue 41: what the provider's prompt caching saved the call, on its basis: the cached
+           -- tokens at the input rate minus at the cached rate, less the cache writes' premium over
+           -- the input rate (5-minute and 1-hour writes at their own rates). Negative when the writes
+           -- cost more than the reads saved, and kept so.
+           CAST(CASE WHEN c.modified THEN
+                     core.usd_for_tokens(c.cached_input_tokens, c.rate_input_usd_per_mtok)
+                   - core.usd_for_tokens(c.cached_input_tokens, c.rate_cached_input_usd_per_mtok)
+                   - core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.rate_cache_write_usd_per_mtok)
+                   + core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.rate_input_usd_per_mtok)
+                   - CASE WHEN c.cache_write_1h_tokens > 0 THEN core.usd_for_tokens(c.cache_write_1h_tokens, c.rate_cache_write_1h_usd_per_mtok)
+                            - core.usd_for_tokens(c.cache_write_1h_tokens, c.rate_input_usd_per_mtok) ELSE 0 END
+                ELSE
+                     core.usd_for_tokens(c.cached_input_tokens, c.input_usd_per_mtok)
+                   - core.usd_for_tokens(c.cached_input_tokens, c.cached_input_usd_per_mtok)
+                   - core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.cache_write_usd_per_mtok)
+                   + core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.input_usd_per_mtok)
+                   - CASE WHEN c.cache_write_1h_tokens > 0 THEN core.usd_for_tokens(c.cache_write_1h_tokens, c.std_w1)
+                            - core.usd_for_tokens(c.cache_write_1h_tokens, c.input_usd_per_mtok) ELSE 0 END
+                END AS DECIMAL(38,15)) AS api_cache_savings_usd,
            c.modified,
            -- per-query fees (USD): 0 without searches; NULL when searches have no price on the sheet
            CASE WHEN c.serving <> 'api' THEN NULL
@@ -304,7 +323,8 @@ costed2 AS (
     FROM costed c
 ),
 final AS (
-    SELECT c.* EXCLUDE (api_cost_usd, api_thinking_cost_usd, api_cost_at_standard_usd, price_basis, allocated_micro_usd),
+    SELECT c.* EXCLUDE (api_cost_usd, api_thinking_cost_usd, api_cost_at_standard_usd, price_basis, allocated_micro_usd,
+                        api_cache_savings_usd),
            -- every branch cast to DECIMAL(38,15): a CASE over (38,15) and (38,6) is typed (38,6) and
            -- would round each API call's cost to the micro-dollar before the marts sum it
            CASE WHEN c.serving = 'api' AND c.billing = 'provisioned' THEN CAST(0 AS DECIMAL(38,15))
@@ -322,7 +342,10 @@ final AS (
                 WHEN c.serving = 'api' THEN c.api_cost_usd IS NULL ELSE c.allocated_micro_usd IS NULL END AS unpriced,
            CASE WHEN c.serving = 'api' THEN c.api_cost_at_standard_usd END AS cost_at_standard_usd,
            CASE WHEN c.serving = 'api' AND c.billing = 'provisioned' THEN 'provisioned' ELSE c.price_basis END AS price_basis,
-           CASE WHEN c.serving = 'api' THEN CAST(c.api_cost_usd AS DECIMAL(38,15)) END AS on_demand_cost_usd
+           CASE WHEN c.serving = 'api' THEN CAST(c.api_cost_usd AS DECIMAL(38,15)) END AS on_demand_cost_usd,
+           -- a provisioned call pays no token (0 saved); a self-hosted call's cache is the node's: NULL
+           CASE WHEN c.serving = 'api' AND c.billing = 'provisioned' THEN CAST(0 AS DECIMAL(38,15))
+                WHEN c.serving = 'api' THEN c.api_cache_savings_usd END AS cache_savings_usd
     FROM costed2 c
 )
 -- the columns of before in their order, then the pricing-modifier columns (issue 14)
@@ -330,12 +353,17 @@ SELECT * EXCLUDE (service_tier, is_batch, cache_write_1h_tokens, processing_regi
                   web_search_context_size, price_basis, tier_priced_as_standard, price_note,
                   rate_input_usd_per_mtok, rate_cached_input_usd_per_mtok, rate_cache_write_usd_per_mtok,
                   rate_cache_write_1h_usd_per_mtok, rate_output_usd_per_mtok, rate_reasoning_usd_per_mtok,
-                  regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd, billing, on_demand_cost_usd),
+                  regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd, billing, on_demand_cost_usd,
+                  api_key, user_id, end_user_id, project_id, workspace_id, session_id, trace_id, span_id,
+                  parent_span_id, agent_name, tags, cache_savings_usd),
        service_tier, is_batch, cache_write_1h_tokens, processing_region, web_search_requests,
        web_search_context_size, price_basis, tier_priced_as_standard, price_note,
        rate_input_usd_per_mtok, rate_cached_input_usd_per_mtok, rate_cache_write_usd_per_mtok,
        rate_cache_write_1h_usd_per_mtok, rate_output_usd_per_mtok, rate_reasoning_usd_per_mtok,
        regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd,
        -- issue 24: how the call is paid, and its per-token cost on its basis
-       billing, on_demand_cost_usd
+       billing, on_demand_cost_usd,
+       -- issue 41: who made the call (core.calls) and what caching saved it
+       api_key, user_id, end_user_id, project_id, workspace_id, session_id, trace_id, span_id,
+       parent_span_id, agent_name, tags, cache_savings_usd
 FROM final
