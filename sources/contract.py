@@ -990,10 +990,25 @@ METRIC_SAMPLES = Table(
     day=("scrape_ts", None),
 )
 
+# issue 41: what a cost-center rule may match (catalog/cost_centers.csv), besides tag:<key>
+COST_CENTER_FIELDS = ("team", "api_key", "user", "end_user", "project", "workspace", "agent", "service", "principal")
+
+COST_CENTERS = Table(
+    "stg.cost_centers",
+    "Catalog snapshot (catalog/cost_centers.csv): rules that put a call or a cloud bill line in a cost center; "
+    "the first rule in file order that matches wins. grain: one row per rule (its line).",
+    (
+        req("cost_center", "VARCHAR", "the cost center the rule assigns"),
+        req("field", "VARCHAR", f"what the rule matches: {', '.join(COST_CENTER_FIELDS)} or tag:<key>"),
+        req("pattern", "VARCHAR", "a shell glob (* any text, ? one character, [abc] / [!abc] a set), case-sensitive"),
+        req("pattern_regex", "VARCHAR", "the glob as an anchored regular expression (what both engines match with)"),
+    ),
+)
+
 TABLES: dict[str, Table] = {t.name: t for t in (
     REQUESTS, REPORTED_COSTS, LLM_PRICES, GPU_PRICES, FX_RATES, MODELS, MODEL_CONFIGS, NODES, DEPLOYMENTS,
     SUBSTITUTIONS, BUDGETS, ENDPOINTS, OPENAI_USAGE, OPENAI_COSTS, ANTHROPIC_USAGE, ANTHROPIC_COSTS, FOCUS_COSTS, METRIC_SAMPLES,
-    CLOUD_BILL_LINES, CLOUD_PRINCIPALS, COMMITMENTS,
+    CLOUD_BILL_LINES, CLOUD_PRINCIPALS, COMMITMENTS, COST_CENTERS,
 )}
 
 

@@ -78,9 +78,9 @@ PRINCIPAL_COLS = ("api_key, user_id, end_user_id, project_id, workspace_id, sess
                   "parent_span_id, agent_name, tags")
 
 
-def _build(tmp_path):
+def _build(tmp_path, extra=None):
     landing = write_files(tmp_path / "landing", {
-        **PRICES,
+        **PRICES, **(extra or {}),
         "telemetry/requests/calls.jsonl": "".join(json.dumps(r) + "\n" for r in REQUESTS),
         "telemetry/litellm_spendlogs/spend.jsonl": "".join(json.dumps(r) + "\n" for r in SPENDLOGS),
         "telemetry/otel/traces.jsonl": OTLP,
@@ -125,3 +125,45 @@ def test_cache_savings_by_hand(tmp_path):
     got = dict(con.execute("SELECT request_id, cache_savings_usd FROM core.call_costs "
                            "WHERE request_id IN ('resp_p1', 'msg_p2', 'msg_p3')").fetchall())
     assert got == {"resp_p1": D("0.00375"), "msg_p2": D("0.0093"), "msg_p3": D("-0.0075")}
+
+
+# catalog/cost_centers.csv: line 1 is the header; lines 5 and 8 are bad rows
+COST_CENTERS = """cost_center,field,pattern
+platform,api_key,ci-*
+research,tag:env,dev
+gold-support,tag:tier,gold
+bad-field,colour,red
+growth,user,alice@*
+agents-cc,team,agent?
+bad-glob,api_key,[abc
+catch-all-search,team,search
+"""
+MORE = [
+    # no team, no principal: 'unallocated'
+    {"ts": "2026-06-30T14:00:00Z", "id": "msg_p5", "type": "message", "model": "claude-x", "provider": "anthropic",
+     "usage": {"input_tokens": 10, "output_tokens": 1}},
+    # a team no rule names: its team
+    {"ts": "2026-06-30T15:00:00Z", "id": "msg_p6", "type": "message", "model": "claude-x", "provider": "anthropic",
+     "team": "ops", "usage": {"input_tokens": 10, "output_tokens": 1}},
+]
+
+
+def test_cost_centers_first_matching_rule_wins(tmp_path):
+    """resp_p1 (team search, user alice@...): rule 'growth' (line 6) comes before 'catch-all-search'
+    (line 9), so growth. msg_p2: tag env=dev -> research (line 3). msg_p3: key alias ci-bot ->
+    platform (line 2). ll-1: tag tier=gold (line 4) before its team search (line 9) -> gold-support.
+    otel-1: team 'agents' = agent? -> agents-cc. msg_p5: nothing, no team -> unallocated. msg_p6: no
+    rule, team ops -> ops."""
+    con, summary = _build(tmp_path, {
+        "catalog/cost_centers.csv": COST_CENTERS,
+        "telemetry/requests/more.jsonl": "".join(json.dumps(r) + "\n" for r in MORE),
+    })
+    got = dict(con.execute("SELECT request_id, cost_center FROM core.call_costs").fetchall())
+    assert got == {"resp_p1": "growth", "msg_p2": "research", "msg_p3": "platform", "ll-1": "gold-support",
+                   "otel-1": "agents-cc", "msg_p5": "unallocated", "msg_p6": "ops"}
+    (f,) = [r for r in summary.files if r.file.endswith("cost_centers.csv")]
+    assert (f.rows_in, f.rows_loaded, f.rows_quarantined) == (8, 6, 2)
+    bad = con.execute("SELECT line, field, reason FROM ops.quarantine WHERE file_id = (SELECT file_id FROM "
+                      "ops.ingested_files WHERE file LIKE '%cost_centers.csv') ORDER BY line").fetchall()
+    assert [(b[0], b[1]) for b in bad] == [(5, "field"), (8, "pattern")]
+    assert "unknown field 'colour'" in bad[0][2] and "without its ']'" in bad[1][2]
