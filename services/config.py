@@ -77,6 +77,14 @@ class Cloud:
 
 
 @dataclass(frozen=True)
+class Chargeback:
+    # How marts.chargeback spreads the month's shared costs (idle node-days, commitment fees, invoice
+    # lines no call explains) over the cost centers: 'proportional' (to their usage cost), 'even'
+    # (the same to each cost center with calls that month) or a cost center's name (all of it there).
+    shared: str = "proportional"
+
+
+@dataclass(frozen=True)
 class Engine:
     kind: str = "duckdb"  # 'duckdb' (one process, the default) or 'spark' (warehouse/spark/)
     spark_remote: str = ""  # 'sc://host:port': a cluster through Spark Connect; empty = local[2]
@@ -103,6 +111,7 @@ class Config:
     capacity: Capacity = field(default_factory=Capacity)
     otel: Otel = field(default_factory=Otel)
     cloud: Cloud = field(default_factory=Cloud)
+    chargeback: Chargeback = field(default_factory=Chargeback)
     engine: Engine = field(default_factory=Engine)
     warehouse: Warehouse = field(default_factory=Warehouse)
     source: str | None = None  # the file it came from, if any
@@ -124,6 +133,7 @@ class Config:
             "capacity_max_queue_seconds": float(self.capacity.max_queue_seconds),
             "otel_team_attribute": str(self.otel.team_attribute),
             "cloud_team_tag": str(self.cloud.team_tag),
+            "chargeback_shared": str(self.chargeback.shared).strip(),
         }
 
 
@@ -155,6 +165,8 @@ def _check(cfg: Config) -> Config:
         raise ConfigError("alert.invoice_mismatch_usd and alert.invoice_mismatch_pct must be >= 0")
     if not isinstance(cfg.cloud.team_tag, str) or not cfg.cloud.team_tag.strip():
         raise ConfigError("cloud.team_tag must be a tag / label name, e.g. 'team'")
+    if not isinstance(cfg.chargeback.shared, str) or not cfg.chargeback.shared.strip():
+        raise ConfigError("chargeback.shared must be 'proportional', 'even' or a cost center's name")
     if not isinstance(cfg.warehouse.keep_builds, int) or cfg.warehouse.keep_builds < 1:
         raise ConfigError(f"warehouse.keep_builds must be an integer >= 1, got {cfg.warehouse.keep_builds!r}")
     return cfg
@@ -173,7 +185,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"config file not found: {p}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: {exc}") from None
-    known = {"hours_per_month", "tiers", "alert", "forecast", "capacity", "otel", "cloud", "engine", "warehouse"}
+    known = {"hours_per_month", "tiers", "alert", "forecast", "capacity", "otel", "cloud", "chargeback", "engine", "warehouse"}
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"{p}: unknown settings {sorted(unknown)}")
@@ -184,6 +196,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         capacity = Capacity(**raw.get("capacity", {}))
         otel = Otel(**raw.get("otel", {}))
         cloud = Cloud(**raw.get("cloud", {}))
+        chargeback = Chargeback(**raw.get("chargeback", {}))
         engine = Engine(**raw.get("engine", {}))
         warehouse = Warehouse(**raw.get("warehouse", {}))
     except TypeError as exc:
@@ -193,7 +206,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     if engine.ingest not in ("duckdb", "spark"):
         raise ConfigError(f"{p}: engine.ingest must be 'spark' or 'duckdb', got {engine.ingest!r}")
     return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert, forecast=forecast,
-                         capacity=capacity, otel=otel, cloud=cloud, engine=engine, warehouse=warehouse,
+                         capacity=capacity, otel=otel, cloud=cloud, chargeback=chargeback, engine=engine, warehouse=warehouse,
                          source=str(p)))
 
 

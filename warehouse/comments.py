@@ -862,6 +862,20 @@ COLUMNS.update({
         "file": _d("Landing file of the line", LABEL),
         "line": _d("Line of the record in its file", COUNT),
     },
+    "marts.chargeback": {
+        "month": _d("First day of the UTC month", DAY),
+        "cost_center": _d("catalog/cost_centers.csv's first matching rule, else the calls' team, else 'unallocated'", LABEL),
+        "principal_kind": _d("'team', 'api_key', 'user', 'end_user', 'project', 'workspace', 'agent'; '*' = the cost center's total", LABEL),
+        "principal_value": _d("The principal (NULL: calls that do not report it); '*' on the total row", LABEL),
+        "calls": _d("Model calls of the row", COUNT),
+        "usage_cost_usd": _d("The calls' cost_usd (API at list price, self-hosted at their share of paid node-hours)", USD),
+        "thinking_cost_usd": _d("The thinking tokens' part of usage_cost_usd", USD),
+        "cache_savings_usd": _d("What prompt caching saved the calls, net of cache writes' premium (can be negative)", USD),
+        "shared_cost_usd": _d("The cost center's share of the month's shared costs (idle node-days, commitment fees, "
+                              "unexplained invoice lines) by [chargeback] shared, largest remainder; 0 on principal rows", USD),
+        "total_cost_usd": _d("usage_cost_usd + shared_cost_usd; per month the '*' rows add up to the month's spend", USD),
+        "list_cost_usd": _d("The calls on demand at list price (a provisioned call at its on-demand rates)", USD),
+    },
 })
 COLUMNS["ops.ingested_files"]["rows_skipped"] = _d(
     "Records read and deliberately not kept: the non-AI lines of a cloud invoice (0 for every other format); "
@@ -874,6 +888,8 @@ COLUMNS["ops.ingested_files"]["rows_in"] = _d(
     "Records read: rows_loaded + rows_duplicate + rows_quarantined + rows_skipped", COUNT)
 COLUMNS["ops.settings"]["cloud_team_tag"] = _d(
     "[cloud] team_tag: the tag / label of a cloud invoice line that names its team", LABEL)
+COLUMNS["ops.settings"]["chargeback_shared"] = _d(
+    "[chargeback] shared: how marts.chargeback spreads shared costs: 'proportional', 'even' or a cost center", LABEL)
 
 
 def _replaced_cloud_columns() -> dict[str, str]:
