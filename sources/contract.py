@@ -456,6 +456,7 @@ REQUESTS = Table(
         col("parent_span_id", "VARCHAR", "the span the call's span is a child of"),
         col("agent_name", "VARCHAR", "gen_ai.agent.name of the nearest invoke_agent ancestor, or metadata.agent_name"),
         col("tags", "VARCHAR", "tags / labels as a JSON object text {key: value} (metadata.tags, LiteLLM request_tags)"),
+        col("agent_span_id", "VARCHAR", "OTel: the span id of the call's nearest invoke_agent ancestor (stg.agent_spans)"),
     ),
     key=("request_id",),
     day=("ts", None),
@@ -990,6 +991,23 @@ METRIC_SAMPLES = Table(
     day=("scrape_ts", None),
 )
 
+AGENT_SPANS = Table(
+    "stg.agent_spans",
+    "OpenTelemetry GenAI invoke_agent spans (telemetry/otel/), kept beside the model calls of their "
+    "document line (a side table of stg.requests). grain: one row per agent span (trace_id, span_id) "
+    "and file.",
+    (
+        req("trace_id", "VARCHAR", "traceId, lower-case hex"),
+        req("span_id", "VARCHAR", "spanId of the invoke_agent span, lower-case hex"),
+        col("parent_agent_span_id", "VARCHAR", "the nearest invoke_agent ancestor's span id; NULL for a top agent"),
+        col("agent_name", "VARCHAR", "gen_ai.agent.name"),
+        req("depth", "INTEGER", "1 for a top agent, 2 for its sub-agent, ..."),
+        req("agent_path", "VARCHAR", "the span ids of its invoke_agent ancestors and itself, root first, '/'-separated"),
+        col("started_at", "TIMESTAMP", "startTimeUnixNano, naive UTC"),
+        col("ended_at", "TIMESTAMP", "endTimeUnixNano, naive UTC"),
+    ),
+)
+
 # issue 41: what a cost-center rule may match (catalog/cost_centers.csv), besides tag:<key>
 COST_CENTER_FIELDS = ("team", "api_key", "user", "end_user", "project", "workspace", "agent", "service", "principal")
 
@@ -1008,7 +1026,7 @@ COST_CENTERS = Table(
 TABLES: dict[str, Table] = {t.name: t for t in (
     REQUESTS, REPORTED_COSTS, LLM_PRICES, GPU_PRICES, FX_RATES, MODELS, MODEL_CONFIGS, NODES, DEPLOYMENTS,
     SUBSTITUTIONS, BUDGETS, ENDPOINTS, OPENAI_USAGE, OPENAI_COSTS, ANTHROPIC_USAGE, ANTHROPIC_COSTS, FOCUS_COSTS, METRIC_SAMPLES,
-    CLOUD_BILL_LINES, CLOUD_PRINCIPALS, COMMITMENTS, COST_CENTERS,
+    CLOUD_BILL_LINES, CLOUD_PRINCIPALS, COMMITMENTS, COST_CENTERS, AGENT_SPANS,
 )}
 
 

@@ -104,6 +104,7 @@ from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS, PRINCIPALS, secr
 from sources.requests import _TIERS
 
 TABLE = "stg.requests"
+SIDE = "stg.agent_spans"
 COST_OPERATIONS = ("chat", "text_completion", "generate_content")
 OPENLLMETRY_REQUEST_TYPES = ("chat", "completion")  # llm.request.type, OpenLLMetry before gen_ai.operation.name
 
@@ -204,7 +205,7 @@ def _documents(data: bytes, name: str) -> list[tuple[int, str]]:
 def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table, list[Reject]]:
     """Parse each record with the OTLP JSON mapping; spans, their GenAI attributes and the
     resources' attributes as Arrow tables (the per-row decisions are SQL, in parse())."""
-    sp = {k: [] for k in ("idx", "line", "trace_id", "span_id", "parent_span_id", "name", "end_ns", "res", "scope")}
+    sp = {k: [] for k in ("idx", "line", "trace_id", "span_id", "parent_span_id", "name", "start_ns", "end_ns", "res", "scope")}
     at = {"idx": [], "key": [], "value": []}
     rs = {"res": [], "key": [], "value": []}
     rejects: list[Reject] = []
@@ -230,6 +231,7 @@ def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table,
                     sp["span_id"].append(_hex(s.span_id))
                     sp["parent_span_id"].append(_hex(s.parent_span_id))
                     sp["name"].append(s.name)
+                    sp["start_ns"].append(s.start_time_unix_nano)
                     sp["end_ns"].append(s.end_time_unix_nano)
                     sp["res"].append(res_n)
                     sp["scope"].append(scope_spans.scope.name)
@@ -242,7 +244,7 @@ def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table,
         "idx": pa.array(sp["idx"], pa.int64()), "line": pa.array(sp["line"], pa.int64()),
         "trace_id": pa.array(sp["trace_id"], pa.string()), "span_id": pa.array(sp["span_id"], pa.string()),
         "parent_span_id": pa.array(sp["parent_span_id"], pa.string()), "name": pa.array(sp["name"], pa.string()),
-        "end_ns": pa.array(sp["end_ns"], pa.uint64()), "res": pa.array(sp["res"], pa.int64()),
+        "start_ns": pa.array(sp["start_ns"], pa.uint64()), "end_ns": pa.array(sp["end_ns"], pa.uint64()), "res": pa.array(sp["res"], pa.int64()),
         "scope": pa.array(sp["scope"], pa.string()),
     })
     attrs = pa.table({"idx": pa.array(at["idx"], pa.int64()), "key": pa.array(at["key"], pa.string()),
@@ -306,7 +308,7 @@ ancestors AS (
         FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
         WHERE p.parent_span_id <> '' AND up.depth < 256
     )
-    SELECT up.idx, up.depth, p.op, p.agent_name, p.name, p.parent_span_id,
+    SELECT up.idx, up.depth, p.op, p.agent_name, p.name, p.parent_span_id, p.span_id AS anc_span_id,
            coalesce(nullif(trim(p.conversation_id), ''), nullif(trim(p.oi_session_id), '')) AS session_id,
            coalesce(nullif(trim(p.user_attr), ''), nullif(trim(p.enduser_attr), '')) AS user_id
     FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
@@ -319,7 +321,7 @@ inherited AS (
     FROM ancestors GROUP BY idx
 ),
 agent AS (
-    SELECT idx, arg_min(agent_name, depth) AS agent_name
+    SELECT idx, arg_min(agent_name, depth) AS agent_name, arg_min(anc_span_id, depth) AS agent_span_id
     FROM ancestors WHERE lower(trim(op)) = 'invoke_agent' GROUP BY idx
 ),
 roots AS (
@@ -345,7 +347,7 @@ fields AS (
            nullif(trim(coalesce(ag.agent_name, r.root_name, tp.top_name, c.name)), '') AS task_type,
            nullif(trim(t.team), '') AS team,
            nullif(c.parent_span_id, '') AS parent_span_id,
-           nullif(trim(ag.agent_name), '') AS agent_name,
+           nullif(trim(ag.agent_name), '') AS agent_name, ag.agent_span_id,
            coalesce(nullif(trim(c.conversation_id), ''), nullif(trim(c.oi_session_id), ''), inh.session_id) AS session_id,
            coalesce(nullif(trim(c.user_attr), ''), nullif(trim(c.enduser_attr), ''), inh.user_id) AS user_id,
            coalesce(m.input_has_cache, true) AS input_has_cache,
@@ -408,16 +410,59 @@ SELECT line, problem.f AS reject_field, problem.r AS reject_reason,
        CAST(NULL AS VARCHAR) AS api_key, user_id, CAST(NULL AS VARCHAR) AS end_user_id,
        CAST(NULL AS VARCHAR) AS project_id, CAST(NULL AS VARCHAR) AS workspace_id, session_id,
        lower(trace_id) AS trace_id, lower(span_id) AS span_id, lower(parent_span_id) AS parent_span_id,
-       agent_name, CAST(NULL AS VARCHAR) AS tags
+       agent_name, CAST(NULL AS VARCHAR) AS tags, lower(agent_span_id) AS agent_span_id
 FROM judged
 ORDER BY idx
 """
 
 
+# issue 41: the invoke_agent spans, each with its chain of invoke_agent ancestors (root first, itself
+# last, '/'-separated span ids): marts.agent_runs explodes a call's chain (the chain of its nearest
+# agent, core.calls.agent_span_id) to count it once in each ancestor, on both engines (Spark SQL has
+# no recursive CTE). The usage an invoke_agent span reports about itself is never read.
+_AGENTS_QUERY = """
+WITH a AS (
+    SELECT idx, max(value) FILTER (WHERE key = 'gen_ai.operation.name') AS op,
+           max(value) FILTER (WHERE key = 'gen_ai.agent.name') AS agent_name
+    FROM attrs GROUP BY idx
+),
+sp AS (
+    SELECT s.*, a.op, a.agent_name FROM spans s LEFT JOIN a USING (idx)
+),
+agents AS (
+    SELECT * FROM sp WHERE lower(trim(op)) = 'invoke_agent'
+      AND regexp_full_match(trace_id, '[0-9a-fA-F]{32}') AND regexp_full_match(span_id, '[0-9a-fA-F]{16}')
+),
+up AS (
+    -- every ancestor span of an agent span among the file's spans (depth 0 = itself)
+    WITH RECURSIVE up(idx, trace_id, anc_span_id, depth) AS (
+        SELECT idx, trace_id, span_id, 0 FROM agents
+        UNION ALL
+        SELECT up.idx, up.trace_id, p.parent_span_id, up.depth + 1
+        FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
+        WHERE p.parent_span_id <> '' AND up.depth < 256
+    )
+    SELECT up.idx, up.depth, p.span_id, p.op
+    FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
+),
+chains AS (
+    SELECT idx, string_agg(lower(span_id), '/' ORDER BY depth DESC) AS agent_path,
+           arg_min(lower(span_id), depth) FILTER (WHERE depth > 0) AS parent_agent_span_id,
+           count(*) AS depth
+    FROM up WHERE lower(trim(op)) = 'invoke_agent' GROUP BY idx
+)
+SELECT g.line, lower(g.trace_id) AS trace_id, lower(g.span_id) AS span_id, c.parent_agent_span_id,
+       nullif(trim(g.agent_name), '') AS agent_name, CAST(c.depth AS INTEGER) AS depth, c.agent_path,
+       CASE WHEN g.start_ns > 0 THEN make_timestamp(CAST(g.start_ns // 1000 AS BIGINT)) END AS started_at,
+       CASE WHEN g.end_ns > 0 THEN make_timestamp(CAST(g.end_ns // 1000 AS BIGINT)) END AS ended_at
+FROM agents g JOIN chains c USING (idx)
+ORDER BY g.idx
+"""
+
 _QUERY = _sql()
 _OUT = ["line", "ts", "request_id", "model", "provider", "node_id", "task_id", "task_type", "team", "latency_ms",
         "ttft_ms", "usage_shape", "uncached_input_tokens", "cached_input_tokens", "cache_write_tokens",
-        "thinking_tokens", "output_tokens", "service_tier", *PRINCIPALS]
+        "thinking_tokens", "output_tokens", "service_tier", *PRINCIPALS, "agent_span_id"]
 
 
 def sniff(data: bytes, name: str) -> bool:
@@ -440,6 +485,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
             "team_attribute": ctx.otel_team_attribute,
             "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1),
         }).to_arrow_table()
+        agents = con.sql(_AGENTS_QUERY).to_arrow_table()
     finally:
         con.close()
     ok = pc.is_null(out["reject_reason"])
@@ -448,7 +494,10 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     rejects += [Reject(r["line"], r["reject_field"], r["reject_reason"], r["raw"]) for r in bad]
     if good.num_rows == 0 and not rejects and spans.num_rows == 0:
         raise SourceFormatError("no spans in the file")
-    return Parsed(TABLE, good, rejects, "otlp_json",
+    # the agent spans of a document line are kept with its model calls (a side table: stored when one
+    # of the line's calls is loaded as new, so a re-landed trace adds no second copy)
+    side = {SIDE: agents} if agents.num_rows else {}
+    return Parsed(TABLE, good, rejects, "otlp_json", side=side,
                   meta={"warnings": [] if out.num_rows else [f"{spans.num_rows} span(s), none a model call"]})
 
 

@@ -526,7 +526,7 @@ SELECT line, CASE WHEN problem IS NOT NULL THEN {redacted_raw} END AS raw,
        lower(trim(search_size_raw)) AS web_search_context_size,
        -- paid by a reservation: Gemini / Vertex AI provisioned throughput, Bedrock's reserved tier
        CASE WHEN traffic_raw = 'PROVISIONED_THROUGHPUT' OR tier_raw = 'reserved' THEN 'provisioned' END AS billing,
-       {principal_cols}
+       {principal_cols}, CAST(NULL AS VARCHAR) AS agent_span_id
 FROM judged
 """
 

@@ -876,6 +876,37 @@ COLUMNS.update({
         "total_cost_usd": _d("usage_cost_usd + shared_cost_usd; per month the '*' rows add up to the month's spend", USD),
         "list_cost_usd": _d("The calls on demand at list price (a provisioned call at its on-demand rates)", USD),
     },
+    "marts.agent_runs": {
+        "trace_id": _d("OpenTelemetry trace id (lower-case hex)", LABEL),
+        "span_id": _d("The invoke_agent span's id", LABEL),
+        "parent_agent_span_id": _d("Its nearest invoke_agent ancestor; NULL for a top agent", LABEL),
+        "agent_name": _d("gen_ai.agent.name", LABEL),
+        "depth": _d("1 = a top agent, 2 = its sub-agent, ...", COUNT),
+        "calls": _d("Model calls whose nearest agent is this span", COUNT),
+        "own_cost_usd": _d("Their cost", USD),
+        "total_calls": _d("Model calls below this span at any depth", COUNT),
+        "total_cost_usd": _d("Their cost (each call once in each ancestor; the span's self-reported usage ignored)", USD),
+        "thinking_cost_usd": _d("The thinking tokens' part of total_cost_usd", USD),
+        "started_at": _d("The span's start", TS),
+        "duration_s": _d("The span's end minus its start", "seconds"),
+    },
+    "marts.run_costs": {
+        "trace_id": _d("Trace id of the calls", LABEL),
+        "session_id": _d("The run's conversation (smallest session id of its calls)", LABEL),
+        "root_agent": _d("gen_ai.agent.name of its earliest top-level invoke_agent span; NULL without one", LABEL),
+        "calls": _d("Model calls of the trace", COUNT),
+        "cost_usd": _d("Their cost", USD),
+        "thinking_cost_usd": _d("The thinking tokens' part of cost_usd", USD),
+        "started_at": _d("Earliest agent span start, else first call", TS),
+    },
+    "marts.session_costs": {
+        "session_id": _d("The conversation (gen_ai.conversation.id, LiteLLM session_id, metadata.session_id)", LABEL),
+        "traces": _d("Distinct trace ids among its calls", COUNT),
+        "calls": _d("Model calls of the conversation", COUNT),
+        "cost_usd": _d("Their cost", USD),
+        "first_at": _d("Its first call", TS),
+        "last_at": _d("Its last call", TS),
+    },
 })
 COLUMNS["ops.ingested_files"]["rows_skipped"] = _d(
     "Records read and deliberately not kept: the non-AI lines of a cloud invoice (0 for every other format); "

@@ -396,7 +396,7 @@ SELECT * EXCLUDE (service_tier, is_batch, cache_write_1h_tokens, processing_regi
                   rate_cache_write_1h_usd_per_mtok, rate_output_usd_per_mtok, rate_reasoning_usd_per_mtok,
                   regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd, billing, on_demand_cost_usd,
                   api_key, user_id, end_user_id, project_id, workspace_id, session_id, trace_id, span_id,
-                  parent_span_id, agent_name, tags, cache_savings_usd, cost_center),
+                  parent_span_id, agent_name, tags, cache_savings_usd, cost_center, agent_span_id),
        service_tier, is_batch, cache_write_1h_tokens, processing_region, web_search_requests,
        web_search_context_size, price_basis, tier_priced_as_standard, price_note,
        rate_input_usd_per_mtok, rate_cached_input_usd_per_mtok, rate_cache_write_usd_per_mtok,
@@ -406,5 +406,5 @@ SELECT * EXCLUDE (service_tier, is_batch, cache_write_1h_tokens, processing_regi
        billing, on_demand_cost_usd,
        -- issue 41: who made the call (core.calls) and what caching saved it
        api_key, user_id, end_user_id, project_id, workspace_id, session_id, trace_id, span_id,
-       parent_span_id, agent_name, tags, cache_savings_usd, cost_center
+       parent_span_id, agent_name, tags, cache_savings_usd, cost_center, agent_span_id
 FROM allocated_cc

@@ -67,7 +67,9 @@ SELECT r.request_id, r.ts, CAST(r.ts AS DATE) AS day, date_trunc('hour', r.ts) A
        CASE WHEN r.node_id IS NULL THEN coalesce(r.billing, k.endpoint_billing, 'on_demand') END AS billing,
        -- issue 41: who made the call, as its source reported it (NULL = not reported; docs/contract.md "Principals")
        r.api_key, r.user_id, r.end_user_id, r.project_id, r.workspace_id, r.session_id,
-       r.trace_id, r.span_id, r.parent_span_id, r.agent_name, r.tags
+       r.trace_id, r.span_id, r.parent_span_id, r.agent_name, r.tags,
+       -- OTel: the call's nearest invoke_agent ancestor (stg.agent_spans; marts.agent_runs)
+       r.agent_span_id
 FROM requests r
 CROSS JOIN settings s
 -- a LEFT join, though every call has its key (model_keys is made from these calls, model is NOT NULL):

@@ -1,0 +1,28 @@
+-- The cost of every traced run (issue 41): one row per trace id of the calls (core.call_costs.trace_id:
+-- OpenTelemetry spans, or metadata.trace_id of a request log). session_id: the run's conversation (the
+-- smallest of its calls' session ids); root_agent: the gen_ai.agent.name of its earliest top-level
+-- invoke_agent span (stg.agent_spans depth 1), NULL without one; started_at: its earliest agent span
+-- start, else its first call. Each call counted once.
+-- @kind: full
+-- @grain: one row per trace_id
+WITH calls AS (
+    SELECT trace_id, min(session_id) AS session_id, count(*) AS calls, sum(cost_usd) AS cost_usd,
+           sum(thinking_cost_usd) AS thinking_cost_usd, min(ts) AS first_call_at
+    FROM core.call_costs
+    WHERE trace_id IS NOT NULL
+    GROUP BY trace_id
+),
+roots AS (
+    SELECT trace_id, min_by(agent_name, started_at) AS root_agent, min(started_at) AS started_at
+    FROM stg.agent_spans
+    WHERE depth = 1
+    GROUP BY trace_id
+),
+final AS (
+    SELECT c.trace_id, c.session_id, r.root_agent, c.calls, core.usd6(c.cost_usd) AS cost_usd,
+           core.usd6(c.thinking_cost_usd) AS thinking_cost_usd,
+           coalesce(least(r.started_at, c.first_call_at), c.first_call_at) AS started_at
+    FROM calls c
+    LEFT JOIN roots r ON r.trace_id = c.trace_id
+)
+SELECT final.*, (SELECT build_id FROM ops.settings) AS build_id FROM final
