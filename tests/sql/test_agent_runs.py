@@ -106,3 +106,16 @@ def test_relanding_the_trace_in_another_file_counts_nothing_twice(tmp_path):
     assert con.execute("SELECT count(*) FROM stg.agent_spans").fetchone()[0] == 4
     assert con.execute("SELECT total_calls, total_cost_usd FROM marts.agent_runs WHERE span_id = ?", [A1]).fetchone() \
         == (3, D("0.0207"))
+
+
+def test_the_report_shows_the_costliest_run_with_its_agent_tree(tmp_path):
+    from services.report import build_html  # noqa: PLC0415
+
+    con = _build(tmp_path)
+    html = build_html(con)
+    section = html[html.index("Most expensive agent runs"):html.index("Alert state")]
+    # T first (0.0207), then T2 (0.0112); the tree under T: orchestrator > researcher > summarizer
+    assert section.index(T[:12]) < section.index(T2[:12])
+    tree = section[section.index(T[:12]):section.index(T2[:12])]
+    assert tree.index("orchestrator") < tree.index("researcher") < tree.index("summarizer")
+    assert "$0.0207" in tree or "0.0207" in tree

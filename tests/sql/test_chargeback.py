@@ -83,3 +83,14 @@ def test_shared_even_and_to_one_cost_center(tmp_path):
     con = _build(tmp_path / "ml", "ml")
     assert {k: v[2:] for k, v in _totals(con).items()} == {"search": (D("0"), D("20.625")),
                                                            "ml": (D("127.45"), D("127.90"))}
+
+
+def test_the_report_has_the_chargeback_table(tmp_path):
+    from services.report import build_html  # noqa: PLC0415
+
+    con = _build(tmp_path)
+    html = build_html(con)
+    section = html[html.index("Chargeback: who spent it"):html.index("Most expensive agent runs")]
+    # search first (145.35), then ml; the key of ml's call among the top keys
+    assert section.index(">search<") < section.index(">ml<")
+    assert "key-ml-1" in section and "erin" in section
