@@ -12,11 +12,18 @@ WITH calls AS (
     WHERE trace_id IS NOT NULL
     GROUP BY trace_id
 ),
-roots AS (
-    SELECT trace_id, min_by(agent_name, started_at) AS root_agent, min(started_at) AS started_at
+first_top AS (
+    SELECT trace_id, min(started_at) AS started_at
     FROM stg.agent_spans
     WHERE depth = 1
     GROUP BY trace_id
+),
+roots AS (
+    -- the earliest top-level agent; of two started at the same instant, the first name (so both engines agree)
+    SELECT f.trace_id, min(a.agent_name) AS root_agent, f.started_at
+    FROM first_top f
+    LEFT JOIN stg.agent_spans a ON a.trace_id = f.trace_id AND a.depth = 1 AND a.started_at = f.started_at
+    GROUP BY f.trace_id, f.started_at
 ),
 final AS (
     SELECT c.trace_id, c.session_id, r.root_agent, c.calls, core.usd6(c.cost_usd) AS cost_usd,

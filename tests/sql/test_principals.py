@@ -64,7 +64,7 @@ SPENDLOGS = [
      "session_id": "sess-9", "agent_id": "triage", "status": "success"},
 ]
 
-T = "4bf92f3577b34da6a3ce929d0e0e4736"
+T = "5d0a2c8e9b7f41a3b6c4d2e1f0a9b8c7"  # not the trace of tests/sql/test_agent_runs.py (the Spark parity lands both)
 OTLP = traces({"service.name": "agents"}, [
     span(T, "aaaaaaaaaaaaaaaa", "", "invoke_agent boss", {
         "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "boss", "gen_ai.conversation.id": "conv-otel"}),
