@@ -23,7 +23,7 @@ Trace T2 (conv-A too): A4 invoke_agent orchestrator -> c4 chat o3 4,000 in, 100 
   Had the agents' own usage been counted, A1 alone would add 900,000 x 2.5 + 90,000 x 12 = $3.33.
 * run_costs: T 3 calls 0.0207, root agent orchestrator, session conv-A; T2 1 call 0.0112.
 * session_costs: conv-A 2 traces, 4 calls, 0.0207 + 0.0112 = 0.0319.
-Every span lasts 2 s (start = end - 2 s).
+Every span lasts 2 s (start = end - 2 s); the agents end at 10:00:00, call c<n> at 10:00:0<n>.
 """
 
 from __future__ import annotations
@@ -34,15 +34,20 @@ from decimal import Decimal as D
 from tests.conftest import build_warehouse, write_files
 from tests.sources.test_otel import END, PRICES, span, traces
 
-T = "0af7651916cd43dd8448eb211c80319c"
-T2 = "4bf92f3577b34da6a3ce929d0e0e4736"
+# trace ids of their own: the Spark parity (tests/warehouse/spark/test_parity_cases.py) lands these traces
+# beside the corpus, whose OTel case uses tests/sources/test_otel.py's ids (a task is its trace)
+T = "7e3f5a1c2b4d4e6f8a9b0c1d2e3f4a5b"
+T2 = "8f4a6b2d3c5e4f708b1c2d3e4f5a6b7c"
 A1, A2, A3, A4 = "a1a1a1a1a1a1a1a1", "a2a2a2a2a2a2a2a2", "a3a3a3a3a3a3a3a3", "a4a4a4a4a4a4a4a4"
 
 
 def _chat(trace, sid, parent, model, provider, i, o, rid):
+    # each call ends a second apart (c1 at END + 1 s, ...): a task's first call is then one call on
+    # both engines (core.tasks takes the task's model from its first call)
     return span(trace, sid, parent, f"chat {model}", {
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, "gen_ai.request.model": model,
-        "gen_ai.response.id": rid, "gen_ai.usage.input_tokens": i, "gen_ai.usage.output_tokens": o})
+        "gen_ai.response.id": rid, "gen_ai.usage.input_tokens": i, "gen_ai.usage.output_tokens": o},
+        end=END + int(rid[1:]) * 1_000_000_000)
 
 
 def _agent(trace, sid, parent, name, **usage):
