@@ -79,6 +79,14 @@ class Cloud:
 
 
 @dataclass(frozen=True)
+class Chargeback:
+    # How marts.chargeback spreads the month's shared costs (idle node-days, commitment fees, invoice
+    # lines no call explains) over the cost centers: 'proportional' (to their usage cost), 'even'
+    # (the same to each cost center with calls that month) or a cost center's name (all of it there).
+    shared: str = "proportional"
+
+
+@dataclass(frozen=True)
 class Engine:
     kind: str = "duckdb"  # 'duckdb' (one process, the default) or 'spark' (warehouse/spark/)
     spark_remote: str = ""  # 'sc://host:port': a cluster through Spark Connect; empty = local[2]
@@ -120,6 +128,7 @@ class Config:
     capacity: Capacity = field(default_factory=Capacity)
     otel: Otel = field(default_factory=Otel)
     cloud: Cloud = field(default_factory=Cloud)
+    chargeback: Chargeback = field(default_factory=Chargeback)
     engine: Engine = field(default_factory=Engine)
     warehouse: Warehouse = field(default_factory=Warehouse)
     anomaly: Anomaly = field(default_factory=Anomaly)
@@ -146,6 +155,7 @@ class Config:
             "anomaly_min_history_days": int(self.anomaly.min_history_days),
             "anomaly_min_impact_usd": float(self.anomaly.min_impact_usd),
             "anomaly_min_impact_pct": float(self.anomaly.min_impact_pct),
+            "chargeback_shared": str(self.chargeback.shared).strip(),
         }
 
 
@@ -177,6 +187,8 @@ def _check(cfg: Config) -> Config:
         raise ConfigError("alert.invoice_mismatch_usd and alert.invoice_mismatch_pct must be >= 0")
     if not isinstance(cfg.cloud.team_tag, str) or not cfg.cloud.team_tag.strip():
         raise ConfigError("cloud.team_tag must be a tag / label name, e.g. 'team'")
+    if not isinstance(cfg.chargeback.shared, str) or not cfg.chargeback.shared.strip():
+        raise ConfigError("chargeback.shared must be 'proportional', 'even' or a cost center's name")
     if not isinstance(cfg.warehouse.keep_builds, int) or cfg.warehouse.keep_builds < 1:
         raise ConfigError(f"warehouse.keep_builds must be an integer >= 1, got {cfg.warehouse.keep_builds!r}")
     _check_anomaly(cfg.anomaly)
@@ -227,6 +239,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     otel = Otel(**raw.get("otel", {}))
     cloud = Cloud(**raw.get("cloud", {}))
     engine = Engine(**raw.get("engine", {}))
+    chargeback = Chargeback(**raw.get("chargeback", {}))
     warehouse = Warehouse(**raw.get("warehouse", {}))
     anomaly_raw = dict(raw.get("anomaly", {}))
     if isinstance(anomaly_raw.get("alert_scopes"), list):
@@ -239,7 +252,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     try:
         return _check(Config(hours_per_month=float(raw.get("hours_per_month", 730)), tiers=tiers, alert=alert,
                              forecast=forecast, capacity=capacity, otel=otel, cloud=cloud, engine=engine,
-                             warehouse=warehouse, anomaly=anomaly, source=str(p)))
+                             warehouse=warehouse, anomaly=anomaly, chargeback=chargeback, source=str(p)))
     except ConfigError as exc:
         raise ConfigError(f"{p}: {exc}") from None
 
@@ -247,7 +260,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
 # The sections of thinktax.toml, each a dataclass whose fields are its keys (top-level keys: Config's).
 SECTIONS: dict[str, type] = {"tiers": Tiers, "alert": Alert, "forecast": Forecast, "capacity": Capacity,
                              "otel": Otel, "cloud": Cloud, "engine": Engine, "warehouse": Warehouse,
-                             "anomaly": Anomaly}
+                             "anomaly": Anomaly, "chargeback": Chargeback}
 _TOP = {"hours_per_month": float}
 _EXPECTED = {int: "an integer", float: "a number", str: "a string", dict: "a table of numbers, e.g. { fast = 0.8 }",
              tuple: "a list of strings, e.g. [\"team\"]"}

@@ -876,6 +876,62 @@ def _anomalies(con) -> str:
     return "".join(out)
 
 
+def _chargeback(con) -> str:
+    """The latest month's cost centers, and its top API keys and users (marts.chargeback)."""
+    if not _exists(con, "marts.chargeback"):
+        return '<p class="note">marts.chargeback is not in this warehouse yet.</p>'
+    month = _rows(con, "SELECT max(month) AS m FROM marts.chargeback")[0]["m"]
+    if month is None:
+        return '<p class="note">No calls yet.</p>'
+    centers = _rows(con, "SELECT * FROM marts.chargeback WHERE month = ? AND principal_kind = '*' "
+                         "ORDER BY total_cost_usd DESC, cost_center LIMIT 15", [month])
+    parts = [f'<p class="note">{esc(month.strftime("%B %Y"))}: each cost center\'s calls, its share of the '
+             "shared costs (idle node-days, commitment fees, invoice lines no call explains; [chargeback] shared) "
+             "and what prompt caching saved it.</p>",
+             _table(["cost center", "calls", "usage", "thinking", "shared", "total", "cache savings"],
+                    [[r["cost_center"], count(r["calls"]), usd(r["usage_cost_usd"]), usd(r["thinking_cost_usd"]),
+                      usd(r["shared_cost_usd"]), usd(r["total_cost_usd"]), usd(r["cache_savings_usd"])] for r in centers],
+                    {1, 2, 3, 4, 5, 6})]
+    for kind, label in (("api_key", "API key"), ("user", "user")):
+        rows = _rows(con, "SELECT principal_value, cost_center, calls, usage_cost_usd FROM marts.chargeback "
+                          "WHERE month = ? AND principal_kind = ? AND principal_value IS NOT NULL "
+                          "ORDER BY usage_cost_usd DESC, principal_value LIMIT 10", [month, kind])
+        if rows:
+            parts.append(_table([label, "cost center", "calls", "usage"],
+                                [[r["principal_value"], r["cost_center"], count(r["calls"]), usd(r["usage_cost_usd"])]
+                                 for r in rows], {2, 3}))
+    return "".join(parts)
+
+
+def _agent_runs(con) -> str:
+    """The most expensive traced runs, each with its agent tree (marts.run_costs, marts.agent_runs)."""
+    if not _exists(con, "marts.run_costs") or not _exists(con, "marts.agent_runs"):
+        return '<p class="note">marts.run_costs is not in this warehouse yet.</p>'
+    runs = _rows(con, "SELECT * FROM marts.run_costs ORDER BY cost_usd DESC, trace_id LIMIT 5")
+    if not runs:
+        return '<p class="note">No traced runs (OpenTelemetry spans or metadata.trace_id) yet.</p>'
+    rows: list[list[str]] = []
+    for r in runs:
+        rows.append([f"run {r['trace_id'][:12]}… ({r['root_agent'] or 'no agent'})", r["session_id"] or "—",
+                     count(r["calls"]), usd(r["cost_usd"]), "", usd(r["thinking_cost_usd"])])
+        agents = _rows(con, "SELECT * FROM marts.agent_runs WHERE trace_id = ? ORDER BY depth, started_at, span_id",
+                       [r["trace_id"]])
+        # the tree: each agent under its parent, depth first
+        children: dict[str | None, list[dict]] = {}
+        for a in agents:
+            children.setdefault(a["parent_agent_span_id"], []).append(a)
+
+        def walk(parent: str | None, depth: int) -> None:
+            for a in children.get(parent, []):
+                rows.append(["\u00a0\u00a0" * depth + "└ " + (a["agent_name"] or a["span_id"]), "",
+                             f"{count(a['calls'])} own / {count(a['total_calls'])}", usd(a["own_cost_usd"]),
+                             usd(a["total_cost_usd"]), usd(a["thinking_cost_usd"])])
+                walk(a["span_id"], depth + 1)
+
+        walk(None, 1)
+    return _table(["run / agent", "session", "calls", "own cost", "total below", "thinking"], rows, {2, 3, 4, 5})
+
+
 def build_html(con: duckdb.DuckDBPyConnection) -> str:
     """The whole report from an open (read-only) connection to a warehouse."""
     window = _rows(con, """
@@ -939,6 +995,11 @@ def build_html(con: duckdb.DuckDBPyConnection) -> str:
          "and the cloud invoices against the logs (marts.invoice_mismatch).", _bills(con)),
         ("Data quality", "Every landed file accounted for (ops.ingested_files), what was quarantined and why "
          "(ops.quarantine), and the usage no price covers (marts.unpriced_usage).", _quality(con)),
+        ("Chargeback: who spent it", "The latest month by cost center (catalog/cost_centers.csv, else the team, else "
+         "'unallocated'), with the top API keys and users (marts.chargeback).", _chargeback(con)),
+        ("Most expensive agent runs", "The five costliest traced runs and their agent trees (marts.run_costs, "
+         "marts.agent_runs): each agent's own calls and everything below it; an agent's self-reported usage is never counted.",
+         _agent_runs(con)),
         ("Alert state", "The break-even alert: its current state per model (ops.alert_state) and the alerts sent (ops.alerts).", _alerts(con)),
     ]
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

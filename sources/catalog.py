@@ -1,5 +1,5 @@
 """Catalog files (``catalog/``): models.csv, nodes.csv, deployments.csv, substitutions.csv, budgets.csv,
-endpoints.csv, cloud_principals.csv, commitments.csv, anomaly_feedback.csv and HF config.json files.
+endpoints.csv, cloud_principals.csv, commitments.csv, anomaly_feedback.csv, cost_centers.csv and HF config.json files.
 
 Each CSV is a snapshot: the newest file of a kind is the catalog in force (core takes the rows
 of the highest file_id). Columns are matched by header name; an empty optional field means
@@ -182,6 +182,52 @@ def _principal(row: Row) -> dict:
 
 parse_cloud_principals = _csv_parser("stg.cloud_principals", "cloud_principals_csv", _principal)
 
+_TAG_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def glob_regex(pattern: str) -> str:
+    """A shell glob as an anchored regular expression both DuckDB (RE2) and Spark (Java) read the
+    same: ``*`` any text, ``?`` one character, ``[abc]`` / ``[a-z]`` / ``[!abc]`` a set; every other
+    character literal. A ``[`` without its ``]`` is an error (FieldError)."""
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1:i + 2] in ("!", "]") else i + 1)
+            if end < 0:
+                raise FieldError("pattern", f"a '[' without its ']': {pattern!r}")
+            body = pattern[i + 1:end]
+            neg = body.startswith("!")
+            body = body[1:] if neg else body
+            body = "".join("\\" + c if c in "\\^[]" else c for c in body)
+            out.append("[" + ("^" if neg else "") + body + "]")
+            i = end
+        else:
+            out.append(re.escape(ch) if not ch.isalnum() else ch)
+        i += 1
+    return "^" + "".join(out) + "$"
+
+
+def _cost_center(row: Row) -> dict:
+    """catalog/cost_centers.csv: ``cost_center,field,pattern`` (docs/contract.md "Cost centers")."""
+    field = (_text(row, "field", required=True) or "").strip().lower()
+    if field.startswith("tag:"):
+        key = field[4:]
+        if not _TAG_KEY.fullmatch(key):
+            raise FieldError("field", f"tag:<key> with a key of letters, digits, '_' or '-': {field!r}")
+    elif field not in contract.COST_CENTER_FIELDS:
+        raise FieldError("field", f"unknown field {field!r} (known: {', '.join(contract.COST_CENTER_FIELDS)}, tag:<key>)")
+    pattern = _text(row, "pattern", required=True)
+    return {"cost_center": _text(row, "cost_center", required=True), "field": field, "pattern": pattern,
+            "pattern_regex": glob_regex(pattern)}
+
+
+parse_cost_centers = _csv_parser("stg.cost_centers", "cost_centers_csv", _cost_center, defaults=("pattern_regex",))
+
 
 _DEPLOYMENT_TYPES = {
     "global": "global", "standard": "global", "": None,
@@ -315,6 +361,8 @@ SPECS = [
                parse_commitments, "stg.commitments"),
     SourceSpec("catalog", "anomaly_feedback_csv", _sniff_csv("scope", "scope_value", "label"), parse_anomaly_feedback,
                "stg.anomaly_feedback"),
+    SourceSpec("catalog", "cost_centers_csv", _sniff_csv("cost_center", "field", "pattern"), parse_cost_centers,
+               "stg.cost_centers"),
     SourceSpec("catalog", "budgets_csv", _sniff_csv("team", "monthly_usd"), parse_budgets, "stg.budgets"),
     SourceSpec("catalog", "cloud_principals_csv", _sniff_csv("principal", "team"), parse_cloud_principals,
                "stg.cloud_principals"),

@@ -64,6 +64,40 @@ MAX_GPUS_PER_NODE = 64
 EARLIEST = dt.datetime(2015, 1, 1)  # no LLM API usage, bill or price sheet predates this
 
 # Allowed values
+# issue 41: who made a call, on stg.requests -> core.calls -> core.call_costs (docs/contract.md
+# "Principals"). Every source fills the ones it carries; NULL = not reported.
+PRINCIPALS = ("api_key", "user_id", "end_user_id", "project_id", "workspace_id", "session_id", "trace_id",
+              "span_id", "parent_span_id", "agent_name", "tags")
+# A principal that looks like a secret key is never stored: its call is quarantined. The shapes of
+# the providers' secret keys: OpenAI `sk-...` / `sk-proj-...` / `sk-svcacct-...` / `sk-admin-...`
+# (platform.openai.com/docs/api-reference/authentication), Anthropic `sk-ant-api03-...` /
+# `sk-ant-admin01-...` (docs.anthropic.com/en/api/admin-api), LiteLLM virtual keys `sk-...`
+# (docs.litellm.ai/docs/proxy/virtual_keys), restricted keys `rk-...`, AWS access key ids
+# `AKIA` + 16 (docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_access-keys.html), Google
+# API keys `AIza` + 35 (cloud.google.com/docs/authentication/api-keys). The rule: such a prefix
+# followed by at least 20 key characters ([A-Za-z0-9_-]) anywhere in the value. A key's id
+# (`key_abc...`, OpenAI `api_key_id`, Anthropic `apikey_01...`), a sha256 hash (LiteLLM
+# `user_api_key_hash`: 64 hex digits) or a redacted alias (`sk-proj-...Xy3Q`: the dots break the
+# run) does not match.
+SECRET_KEY_REGEX = r"(^|[^A-Za-z0-9_-])((sk|rk)-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35})"
+
+
+def redact_sql(expr: str) -> str:
+    """``expr`` (a rejected line's text) with every secret-looking key replaced by ``<redacted>``."""
+    return f"regexp_replace({expr}, '{SECRET_KEY_REGEX}', '\\1<redacted>', 'g')"
+
+
+def secret_checks_sql(fields: dict[str, str]) -> str:
+    """CASE arms (``WHEN ... THEN struct_pack(f, r)``) that quarantine a row whose principal looks
+    like a secret key: ``fields`` maps each principal expression to the input field it was read
+    from (named in the reason; the value itself is never copied into the reason)."""
+    return "\n            ".join(
+        f"WHEN regexp_matches({expr}, '{SECRET_KEY_REGEX}') THEN struct_pack(f := '{path}', "
+        f"r := 'looks like a secret API key (sk-/rk-/AKIA/AIza + 20 or more key characters): never stored; "
+        f"log the key id, hash or alias instead')"
+        for expr, path in fields.items())
+
+
 USAGE_SHAPES = ("openai_chat", "openai_responses", "anthropic", "gemini", "litellm", "otel_genai", "bedrock_converse")
 # How a call is paid: per token (NULL / on_demand) or by a reservation (provisioned throughput)
 BILLINGS = ("on_demand", "provisioned")
@@ -408,6 +442,21 @@ REQUESTS = Table(
             "(Gemini / Vertex AI usageMetadata.trafficType PROVISIONED_THROUGHPUT: paid by the reservation, "
             "not per token); NULL = on demand or not reported",
             in_set("billing", BILLINGS, "a known way to pay for a call")),
+        # issue 41 (migration 250): who made the call. NULL = not reported. A value that looks like
+        # a secret API key is never stored: the parser quarantines the call (SECRET_KEY_RULE).
+        col("api_key", "VARCHAR", "the API key's id, hash or alias (LiteLLM user_api_key_hash / alias, "
+            "metadata.api_key_id) -- never the secret itself"),
+        col("user_id", "VARCHAR", "the caller's user (OpenAI `user`, Anthropic metadata.user_id, LiteLLM user)"),
+        col("end_user_id", "VARCHAR", "the caller's own customer (LiteLLM end_user, metadata.end_user_id)"),
+        col("project_id", "VARCHAR", "provider project (OpenAI project) or metadata.project_id"),
+        col("workspace_id", "VARCHAR", "provider workspace (Anthropic workspace) or metadata.workspace_id"),
+        col("session_id", "VARCHAR", "the conversation: gen_ai.conversation.id, LiteLLM session_id, metadata.session_id"),
+        col("trace_id", "VARCHAR", "OpenTelemetry trace id (32 hex digits) or metadata.trace_id"),
+        col("span_id", "VARCHAR", "OpenTelemetry span id of the model call (16 hex digits)"),
+        col("parent_span_id", "VARCHAR", "the span the call's span is a child of"),
+        col("agent_name", "VARCHAR", "gen_ai.agent.name of the nearest invoke_agent ancestor, or metadata.agent_name"),
+        col("tags", "VARCHAR", "tags / labels as a JSON object text {key: value} (metadata.tags, LiteLLM request_tags)"),
+        col("agent_span_id", "VARCHAR", "OTel: the span id of the call's nearest invoke_agent ancestor (stg.agent_spans)"),
     ),
     key=("request_id",),
     day=("ts", None),
@@ -624,6 +673,11 @@ ANOMALY_SCOPES: dict[str, str] = {
     "team": "team",
     "model": "model",
     "task_type": "task_type",
+    # issue 41's attribution (core.call_costs: the cost center of catalog/cost_centers.csv, the API key
+    # id / hash / alias and the user the call reports)
+    "cost_center": "cost_center",
+    "api_key": "api_key",
+    "user": "user_id",
 }
 
 ANOMALY_FEEDBACK = Table(
@@ -632,9 +686,9 @@ ANOMALY_FEEDBACK = Table(
     "marts.spend_anomalies, so its episode raises no spend_anomaly alert. grain: one row per "
     "(scope, scope_value, from, to).",
     (
-        req("scope", "VARCHAR", "the mart's scope: all, or one of ANOMALY_SCOPES (team, model, task_type, ...)",
+        req("scope", "VARCHAR", "the mart's scope: all, or one of ANOMALY_SCOPES (team, model, task_type, cost_center, api_key, user)",
             in_set("scope", ("all", *ANOMALY_SCOPES), "a scope of marts.spend_anomalies")),
-        req("scope_value", "VARCHAR", "the team, model or task type ('*' for scope all)"),
+        req("scope_value", "VARCHAR", "the team, model, task type, cost center, API key or user ('*' for scope all)"),
         req("from_day", "DATE", "the CSV's `from`: first UTC day covered"),
         req("to_day", "DATE", "the CSV's `to`: last UTC day covered (inclusive)"),
         req("label", "VARCHAR", "planned (an expected change: a launch, a backfill) or not_anomaly (a false alarm)",
@@ -968,10 +1022,42 @@ METRIC_SAMPLES = Table(
     day=("scrape_ts", None),
 )
 
+AGENT_SPANS = Table(
+    "stg.agent_spans",
+    "OpenTelemetry GenAI invoke_agent spans (telemetry/otel/), kept beside the model calls of their "
+    "document line (a side table of stg.requests). grain: one row per agent span (trace_id, span_id) "
+    "and file.",
+    (
+        req("trace_id", "VARCHAR", "traceId, lower-case hex"),
+        req("span_id", "VARCHAR", "spanId of the invoke_agent span, lower-case hex"),
+        col("parent_agent_span_id", "VARCHAR", "the nearest invoke_agent ancestor's span id; NULL for a top agent"),
+        col("agent_name", "VARCHAR", "gen_ai.agent.name"),
+        req("depth", "INTEGER", "1 for a top agent, 2 for its sub-agent, ..."),
+        req("agent_path", "VARCHAR", "the span ids of its invoke_agent ancestors and itself, root first, '/'-separated"),
+        col("started_at", "TIMESTAMP", "startTimeUnixNano, naive UTC"),
+        col("ended_at", "TIMESTAMP", "endTimeUnixNano, naive UTC"),
+    ),
+)
+
+# issue 41: what a cost-center rule may match (catalog/cost_centers.csv), besides tag:<key>
+COST_CENTER_FIELDS = ("team", "api_key", "user", "end_user", "project", "workspace", "agent", "service", "principal")
+
+COST_CENTERS = Table(
+    "stg.cost_centers",
+    "Catalog snapshot (catalog/cost_centers.csv): rules that put a call or a cloud bill line in a cost center; "
+    "the first rule in file order that matches wins. grain: one row per rule (its line).",
+    (
+        req("cost_center", "VARCHAR", "the cost center the rule assigns"),
+        req("field", "VARCHAR", f"what the rule matches: {', '.join(COST_CENTER_FIELDS)} or tag:<key>"),
+        req("pattern", "VARCHAR", "a shell glob (* any text, ? one character, [abc] / [!abc] a set), case-sensitive"),
+        req("pattern_regex", "VARCHAR", "the glob as an anchored regular expression (what both engines match with)"),
+    ),
+)
+
 TABLES: dict[str, Table] = {t.name: t for t in (
     REQUESTS, REPORTED_COSTS, LLM_PRICES, GPU_PRICES, FX_RATES, MODELS, MODEL_CONFIGS, NODES, DEPLOYMENTS,
     SUBSTITUTIONS, BUDGETS, ENDPOINTS, OPENAI_USAGE, OPENAI_COSTS, ANTHROPIC_USAGE, ANTHROPIC_COSTS, FOCUS_COSTS, METRIC_SAMPLES,
-    CLOUD_BILL_LINES, CLOUD_PRINCIPALS, COMMITMENTS, ANOMALY_FEEDBACK,
+    CLOUD_BILL_LINES, CLOUD_PRINCIPALS, COMMITMENTS, ANOMALY_FEEDBACK, COST_CENTERS, AGENT_SPANS,
 )}
 
 

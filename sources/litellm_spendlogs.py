@@ -36,8 +36,8 @@ import pyarrow.compute as pc
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.registry import SourceSpec
-from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS
-from sources.requests import _lines
+from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS, PRINCIPALS, redact_sql, secret_checks_sql
+from sources.requests import _lines, tags_object_sql
 
 TABLE = "stg.requests"
 SIDE = "stg.reported_costs"
@@ -48,6 +48,8 @@ _STRUCTURE = {
     "startTime": "VARCHAR", "endTime": "VARCHAR", "model": "VARCHAR",
     "custom_llm_provider": "VARCHAR", "team_id": "VARCHAR", "session_id": "VARCHAR", "status": "VARCHAR",
     "request_tags": "JSON", "metadata": "JSON",
+    # issue 41: who made the call (schema.prisma: api_key is the hashed token, "not the actual Virtual Key")
+    "api_key": "VARCHAR", "user": "VARCHAR", "end_user": "VARCHAR", "agent_id": "VARCHAR",
 }
 
 # (name, expression over the row j / usage object u, path named in a reject)
@@ -74,6 +76,11 @@ def _sql() -> str:
         f"WHEN {n} > {MAX_TOKENS} THEN struct_pack(f := '{path}', r := 'above {MAX_TOKENS:,} tokens, more than any context window (an outlier): ' || {n}_raw)"
         for n, _, path in _INTS
     )
+    tags = tags_object_sql("j.request_tags")
+    secrets = secret_checks_sql({"api_key": "api_key | metadata.user_api_key_alias", "user_id": "user | metadata.user_api_key_user_id",
+                                 "end_user_id": "end_user | metadata.user_api_key_end_user_id", "project_id": "metadata.project_id",
+                                 "session_id": "session_id", "agent_name": "agent_id", "tags": "request_tags"})
+    redact = redact_sql
     return f"""
 WITH src AS (
     SELECT line, raw FROM lines WHERE NOT regexp_full_match(raw, '[ \t\r]*')
@@ -102,6 +109,12 @@ fields AS (
            nullif(trim(j.session_id), '') AS session_id,
            CASE WHEN json_type(j.request_tags) = 'ARRAY' THEN nullif(trim(json_extract_string(j.request_tags, '$[0]')), '') END AS task_type,
            lower(trim(j.status)) AS status,
+           coalesce(nullif(trim(j.api_key), ''), nullif(trim(json_extract_string(j.metadata, '$.user_api_key_alias')), '')) AS api_key,
+           coalesce(nullif(trim(j.user), ''), nullif(trim(json_extract_string(j.metadata, '$.user_api_key_user_id')), '')) AS user_id,
+           coalesce(nullif(trim(j.end_user), ''), nullif(trim(json_extract_string(j.metadata, '$.user_api_key_end_user_id')), '')) AS end_user_id,
+           nullif(trim(json_extract_string(j.metadata, '$.project_id')), '') AS project_id,
+           nullif(trim(j.agent_id), '') AS agent_name,
+           {tags} AS tags,
            j.spend AS spend_raw, TRY_CAST(trim(j.spend) AS DECIMAL(38,12)) AS spend,
            {raw}
     FROM usage_obj
@@ -142,15 +155,19 @@ judged AS (
             WHEN output_tokens < 0 THEN struct_pack(f := 'metadata.usage_object.completion_tokens_details.reasoning_tokens', r := 'reasoning tokens exceed the completion tokens they are part of')
             WHEN spend_raw IS NULL THEN struct_pack(f := 'spend', r := 'missing')
             WHEN spend IS NULL OR spend < 0 THEN struct_pack(f := 'spend', r := 'not a number >= 0: ' || spend_raw)
+            {secrets}
         END AS problem
     FROM buckets
 )
-SELECT line, CASE WHEN problem IS NOT NULL THEN raw END AS raw,
+SELECT line, CASE WHEN problem IS NOT NULL THEN {redact('raw')} END AS raw,
        problem.f AS reject_field, problem.r AS reject_reason,
        ts, request_id, model, provider, CAST(NULL AS VARCHAR) AS node_id,
        coalesce(session_id, request_id) AS task_id, task_type, team,
        CAST(NULL AS DOUBLE) AS latency_ms, CAST(NULL AS DOUBLE) AS ttft_ms, 'litellm' AS usage_shape,
        uncached_input_tokens, cached_input_tokens, cache_write_tokens, thinking_tokens, output_tokens,
+       api_key, user_id, end_user_id, project_id, CAST(NULL AS VARCHAR) AS workspace_id, session_id,
+       CAST(NULL AS VARCHAR) AS trace_id, CAST(NULL AS VARCHAR) AS span_id, CAST(NULL AS VARCHAR) AS parent_span_id,
+       agent_name, tags,
        spend AS reported_cost_usd, 'litellm' AS reporter
 FROM judged
 """
@@ -159,7 +176,7 @@ FROM judged
 _QUERY = _sql()
 _OUT = ["line", "ts", "request_id", "model", "provider", "node_id", "task_id", "task_type", "team", "latency_ms",
         "ttft_ms", "usage_shape", "uncached_input_tokens", "cached_input_tokens", "cache_write_tokens",
-        "thinking_tokens", "output_tokens"]
+        "thinking_tokens", "output_tokens", *PRINCIPALS]
 
 
 def sniff(data: bytes, name: str) -> bool:

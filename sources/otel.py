@@ -100,10 +100,11 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.registry import SourceSpec
-from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS
+from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS, PRINCIPALS, secret_checks_sql
 from sources.requests import _TIERS
 
 TABLE = "stg.requests"
+SIDE = "stg.agent_spans"
 COST_OPERATIONS = ("chat", "text_completion", "generate_content")
 OPENLLMETRY_REQUEST_TYPES = ("chat", "completion")  # llm.request.type, OpenLLMetry before gen_ai.operation.name
 
@@ -123,6 +124,12 @@ _KEYS = {
     "response_id": "gen_ai.response.id",
     "agent_name": "gen_ai.agent.name",
     "service_tier": "openai.response.service_tier",
+    # issue 41: the conversation (GenAI conventions gen_ai.conversation.id; OpenInference session.id)
+    # and the user (OpenInference user.id; the general conventions' user.id, formerly enduser.id)
+    "conversation_id": "gen_ai.conversation.id",
+    "oi_session_id": "session.id",
+    "user_attr": "user.id",
+    "enduser_attr": "enduser.id",
 }
 # The token counts, each bucket with every name it is written under (first = the name a reason
 # gives when the bucket has none). A span may carry several names of one bucket (pydantic-ai writes
@@ -198,7 +205,7 @@ def _documents(data: bytes, name: str) -> list[tuple[int, str]]:
 def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table, list[Reject]]:
     """Parse each record with the OTLP JSON mapping; spans, their GenAI attributes and the
     resources' attributes as Arrow tables (the per-row decisions are SQL, in parse())."""
-    sp = {k: [] for k in ("idx", "line", "trace_id", "span_id", "parent_span_id", "name", "end_ns", "res", "scope")}
+    sp = {k: [] for k in ("idx", "line", "trace_id", "span_id", "parent_span_id", "name", "start_ns", "end_ns", "res", "scope")}
     at = {"idx": [], "key": [], "value": []}
     rs = {"res": [], "key": [], "value": []}
     rejects: list[Reject] = []
@@ -224,6 +231,7 @@ def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table,
                     sp["span_id"].append(_hex(s.span_id))
                     sp["parent_span_id"].append(_hex(s.parent_span_id))
                     sp["name"].append(s.name)
+                    sp["start_ns"].append(s.start_time_unix_nano)
                     sp["end_ns"].append(s.end_time_unix_nano)
                     sp["res"].append(res_n)
                     sp["scope"].append(scope_spans.scope.name)
@@ -236,7 +244,7 @@ def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table,
         "idx": pa.array(sp["idx"], pa.int64()), "line": pa.array(sp["line"], pa.int64()),
         "trace_id": pa.array(sp["trace_id"], pa.string()), "span_id": pa.array(sp["span_id"], pa.string()),
         "parent_span_id": pa.array(sp["parent_span_id"], pa.string()), "name": pa.array(sp["name"], pa.string()),
-        "end_ns": pa.array(sp["end_ns"], pa.uint64()), "res": pa.array(sp["res"], pa.int64()),
+        "start_ns": pa.array(sp["start_ns"], pa.uint64()), "end_ns": pa.array(sp["end_ns"], pa.uint64()), "res": pa.array(sp["res"], pa.int64()),
         "scope": pa.array(sp["scope"], pa.string()),
     })
     attrs = pa.table({"idx": pa.array(at["idx"], pa.int64()), "key": pa.array(at["key"], pa.string()),
@@ -269,6 +277,8 @@ def _sql() -> str:
     meanings = ", ".join(f"('{s}', {str(i).lower()}, {str(o).lower()})" for s, i, o in _SCOPE_MEANINGS)
     tiers = ", ".join(f"'{k}'" for k in _TIERS)
     tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TIERS.items())
+    secrets = secret_checks_sql({"session_id": "gen_ai.conversation.id | session.id", "user_id": "user.id | enduser.id",
+                                 "agent_name": "gen_ai.agent.name"})
     return f"""
 WITH a AS (
     SELECT idx,
@@ -298,11 +308,20 @@ ancestors AS (
         FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
         WHERE p.parent_span_id <> '' AND up.depth < 256
     )
-    SELECT up.idx, up.depth, p.op, p.agent_name, p.name, p.parent_span_id
+    SELECT up.idx, up.depth, p.op, p.agent_name, p.name, p.parent_span_id, p.span_id AS anc_span_id,
+           coalesce(nullif(trim(p.conversation_id), ''), nullif(trim(p.oi_session_id), '')) AS session_id,
+           coalesce(nullif(trim(p.user_attr), ''), nullif(trim(p.enduser_attr), '')) AS user_id
     FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
 ),
+inherited AS (
+    -- the conversation and user of the nearest ancestor that names them (an agent framework sets
+    -- gen_ai.conversation.id on its invoke_agent span, not always on each chat span)
+    SELECT idx, arg_min(session_id, depth) FILTER (WHERE session_id IS NOT NULL) AS session_id,
+           arg_min(user_id, depth) FILTER (WHERE user_id IS NOT NULL) AS user_id
+    FROM ancestors GROUP BY idx
+),
 agent AS (
-    SELECT idx, arg_min(agent_name, depth) AS agent_name
+    SELECT idx, arg_min(agent_name, depth) AS agent_name, arg_min(anc_span_id, depth) AS agent_span_id
     FROM ancestors WHERE lower(trim(op)) = 'invoke_agent' GROUP BY idx
 ),
 roots AS (
@@ -327,11 +346,16 @@ fields AS (
            lower(nullif(trim(c.service_tier), '')) AS tier_raw,
            nullif(trim(coalesce(ag.agent_name, r.root_name, tp.top_name, c.name)), '') AS task_type,
            nullif(trim(t.team), '') AS team,
+           nullif(c.parent_span_id, '') AS parent_span_id,
+           nullif(trim(ag.agent_name), '') AS agent_name, ag.agent_span_id,
+           coalesce(nullif(trim(c.conversation_id), ''), nullif(trim(c.oi_session_id), ''), inh.session_id) AS session_id,
+           coalesce(nullif(trim(c.user_attr), ''), nullif(trim(c.enduser_attr), ''), inh.user_id) AS user_id,
            coalesce(m.input_has_cache, true) AS input_has_cache,
            coalesce(m.output_has_reasoning, true) AS output_has_reasoning,
            {raw}
     FROM calls c
     LEFT JOIN agent ag USING (idx)
+    LEFT JOIN inherited inh USING (idx)
     LEFT JOIN top tp USING (idx)
     LEFT JOIN roots r ON r.trace_id = c.trace_id
     LEFT JOIN team t ON t.res = c.res
@@ -371,6 +395,7 @@ judged AS (
                 THEN struct_pack(f := 'gen_ai.usage.reasoning.output_tokens', r := 'reasoning tokens exceed the output tokens they are part of')
             WHEN tier_raw IS NOT NULL AND tier_raw NOT IN ({tiers})
                 THEN struct_pack(f := 'openai.response.service_tier', r := 'unknown service tier "' || tier_raw || '"')
+            {secrets}
         END AS problem
     FROM counted
 )
@@ -381,16 +406,63 @@ SELECT line, problem.f AS reject_field, problem.r AS reject_reason,
        CAST(NULL AS DOUBLE) AS latency_ms, CAST(NULL AS DOUBLE) AS ttft_ms, 'otel_genai' AS usage_shape,
        uncached_input_tokens, coalesce(p_cache_read, 0) AS cached_input_tokens,
        coalesce(p_cache_write, 0) AS cache_write_tokens, coalesce(p_reasoning, 0) AS thinking_tokens, output_tokens,
-       CASE tier_raw {tier_case} END AS service_tier
+       CASE tier_raw {tier_case} END AS service_tier,
+       CAST(NULL AS VARCHAR) AS api_key, user_id, CAST(NULL AS VARCHAR) AS end_user_id,
+       CAST(NULL AS VARCHAR) AS project_id, CAST(NULL AS VARCHAR) AS workspace_id, session_id,
+       lower(trace_id) AS trace_id, lower(span_id) AS span_id, lower(parent_span_id) AS parent_span_id,
+       agent_name, CAST(NULL AS VARCHAR) AS tags, lower(agent_span_id) AS agent_span_id
 FROM judged
 ORDER BY idx
 """
 
 
+# issue 41: the invoke_agent spans, each with its chain of invoke_agent ancestors (root first, itself
+# last, '/'-separated span ids): marts.agent_runs explodes a call's chain (the chain of its nearest
+# agent, core.calls.agent_span_id) to count it once in each ancestor, on both engines (Spark SQL has
+# no recursive CTE). The usage an invoke_agent span reports about itself is never read.
+_AGENTS_QUERY = """
+WITH a AS (
+    SELECT idx, max(value) FILTER (WHERE key = 'gen_ai.operation.name') AS op,
+           max(value) FILTER (WHERE key = 'gen_ai.agent.name') AS agent_name
+    FROM attrs GROUP BY idx
+),
+sp AS (
+    SELECT s.*, a.op, a.agent_name FROM spans s LEFT JOIN a USING (idx)
+),
+agents AS (
+    SELECT * FROM sp WHERE lower(trim(op)) = 'invoke_agent'
+      AND regexp_full_match(trace_id, '[0-9a-fA-F]{32}') AND regexp_full_match(span_id, '[0-9a-fA-F]{16}')
+),
+up AS (
+    -- every ancestor span of an agent span among the file's spans (depth 0 = itself)
+    WITH RECURSIVE up(idx, trace_id, anc_span_id, depth) AS (
+        SELECT idx, trace_id, span_id, 0 FROM agents
+        UNION ALL
+        SELECT up.idx, up.trace_id, p.parent_span_id, up.depth + 1
+        FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
+        WHERE p.parent_span_id <> '' AND up.depth < 256
+    )
+    SELECT up.idx, up.depth, p.span_id, p.op
+    FROM up JOIN sp p ON p.trace_id = up.trace_id AND p.span_id = up.anc_span_id
+),
+chains AS (
+    SELECT idx, string_agg(lower(span_id), '/' ORDER BY depth DESC) AS agent_path,
+           arg_min(lower(span_id), depth) FILTER (WHERE depth > 0) AS parent_agent_span_id,
+           count(*) AS depth
+    FROM up WHERE lower(trim(op)) = 'invoke_agent' GROUP BY idx
+)
+SELECT g.line, lower(g.trace_id) AS trace_id, lower(g.span_id) AS span_id, c.parent_agent_span_id,
+       nullif(trim(g.agent_name), '') AS agent_name, CAST(c.depth AS INTEGER) AS depth, c.agent_path,
+       CASE WHEN g.start_ns > 0 THEN make_timestamp(CAST(g.start_ns // 1000 AS BIGINT)) END AS started_at,
+       CASE WHEN g.end_ns > 0 THEN make_timestamp(CAST(g.end_ns // 1000 AS BIGINT)) END AS ended_at
+FROM agents g JOIN chains c USING (idx)
+ORDER BY g.idx
+"""
+
 _QUERY = _sql()
 _OUT = ["line", "ts", "request_id", "model", "provider", "node_id", "task_id", "task_type", "team", "latency_ms",
         "ttft_ms", "usage_shape", "uncached_input_tokens", "cached_input_tokens", "cache_write_tokens",
-        "thinking_tokens", "output_tokens", "service_tier"]
+        "thinking_tokens", "output_tokens", "service_tier", *PRINCIPALS, "agent_span_id"]
 
 
 def sniff(data: bytes, name: str) -> bool:
@@ -413,6 +485,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
             "team_attribute": ctx.otel_team_attribute,
             "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1),
         }).to_arrow_table()
+        agents = con.sql(_AGENTS_QUERY).to_arrow_table()
     finally:
         con.close()
     ok = pc.is_null(out["reject_reason"])
@@ -421,7 +494,10 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     rejects += [Reject(r["line"], r["reject_field"], r["reject_reason"], r["raw"]) for r in bad]
     if good.num_rows == 0 and not rejects and spans.num_rows == 0:
         raise SourceFormatError("no spans in the file")
-    return Parsed(TABLE, good, rejects, "otlp_json",
+    # the agent spans of a document line are kept with its model calls (a side table: stored when one
+    # of the line's calls is loaded as new, so a re-landed trace adds no second copy)
+    side = {SIDE: agents} if agents.num_rows else {}
+    return Parsed(TABLE, good, rejects, "otlp_json", side=side,
                   meta={"warnings": [] if out.num_rows else [f"{spans.num_rows} span(s), none a model call"]})
 
 

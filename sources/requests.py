@@ -108,7 +108,7 @@ import pyarrow.compute as pc
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.base import SourceSpec
-from sources.contract import MAX_TOKENS_PER_CALL, REQUESTS
+from sources.contract import MAX_TOKENS_PER_CALL, PRINCIPALS, REQUESTS, redact_sql, secret_checks_sql
 
 TABLE = "stg.requests"
 MAX_TOKENS = MAX_TOKENS_PER_CALL  # a count above it is a unit or logging error (sources/contract.py)
@@ -128,6 +128,48 @@ _CONVERSE = {
     "cacheDetails": [{"ttl": "VARCHAR", "inputTokens": "VARCHAR"}],
 }
 
+# issue 41: the principals read from ``metadata`` (docs/contract.md "Principals"), each from the first
+# key present, in this order. LiteLLM's proxy writes user_api_key_hash / _alias / _user_id /
+# _end_user_id into a call's metadata (StandardLoggingMetadata, docs.litellm.ai/docs/proxy/logging_spec);
+# the others are the plain names a gateway or SDK wrapper adds. An OpenAI Responses body's own top-level
+# ``user`` is read before metadata.user_id.
+_PRINCIPAL_KEYS = {
+    "api_key": ("user_api_key_hash", "api_key_id", "user_api_key_alias", "api_key"),
+    "user_id": ("user_id", "user_api_key_user_id"),
+    "end_user_id": ("end_user_id", "user_api_key_end_user_id", "end_user"),
+    "project_id": ("project_id",),
+    "workspace_id": ("workspace_id",),
+    "session_id": ("session_id", "conversation_id"),
+    "trace_id": ("trace_id",),
+    "span_id": ("span_id",),
+    "parent_span_id": ("parent_span_id",),
+    "agent_name": ("agent_name",),
+}
+
+
+def _principal_exprs() -> str:
+    """The principal columns of the fields CTE (trimmed, blank = NULL) and tags as a JSON object text."""
+    out = []
+    for name, keys in _PRINCIPAL_KEYS.items():
+        parts = [f"nullif(trim(j.metadata.{k}), '')" for k in keys]
+        if name == "user_id":
+            parts.insert(0, "nullif(trim(j.user), '')")
+        out.append(f"coalesce({', '.join(parts)}) AS {name}" if len(parts) > 1 else f"{parts[0]} AS {name}")
+    out.append(f"{tags_object_sql('j.metadata.tags')} AS tags")
+    return ",\n           ".join(out)
+
+
+def tags_object_sql(t: str) -> str:
+    """A JSON tags value as a JSON object text: an object as it is (minified), an array of strings
+    (LiteLLM ``tags`` / ``request_tags``) as {"key": "value"} for each ``key:value`` entry and
+    {"tag": ""} for an entry without a colon; an empty object or array, or any other JSON, is NULL."""
+    return (f"CASE json_type({t}) WHEN 'OBJECT' THEN nullif(json({t})::VARCHAR, '{{}}') "
+            f"WHEN 'ARRAY' THEN nullif('{{' || array_to_string(list_transform("
+            f"list_filter(CAST(json_extract_string({t}, '$[*]') AS VARCHAR[]), lambda x: nullif(trim(x), '') IS NOT NULL), "
+            f"lambda x: to_json(trim(split_part(x, ':', 1))) || ':' || "
+            f"to_json(CASE WHEN contains(x, ':') THEN trim(substr(x, strpos(x, ':') + 1)) ELSE '' END)), ',') || '}}', '{{}}') END")
+
+
 _STRUCTURE = {
     "ts": "VARCHAR", "request_id": "VARCHAR", "model": "VARCHAR", "provider": "VARCHAR",
     "node_id": "VARCHAR", "task_id": "VARCHAR", "task_type": "VARCHAR", "team": "VARCHAR",
@@ -139,7 +181,10 @@ _STRUCTURE = {
     "output": [{"type": "VARCHAR"}],
     "tools": [{"type": "VARCHAR", "search_context_size": "VARCHAR"}],
     "usageMetadata": _GEMINI,
-    "metadata": {"team": "VARCHAR", "task_type": "VARCHAR", "task_id": "VARCHAR", "user_api_key_team_alias": "VARCHAR"},
+    "metadata": {"team": "VARCHAR", "task_type": "VARCHAR", "task_id": "VARCHAR", "user_api_key_team_alias": "VARCHAR",
+                 **{k: "VARCHAR" for keys in _PRINCIPAL_KEYS.values() for k in keys}, "tags": "JSON"},
+    # OpenAI Responses: the response object's own `user` (platform.openai.com/docs/api-reference/responses/object)
+    "user": "VARCHAR",
     "usage": {
         "prompt_tokens": "VARCHAR", "completion_tokens": "VARCHAR",
         "input_tokens": "VARCHAR", "output_tokens": "VARCHAR",
@@ -307,6 +352,7 @@ WITH {head}fields AS (
            coalesce(nullif(trim(j.team), ''), nullif(trim(j.metadata.team), ''),
                     nullif(trim(j.metadata.user_api_key_team_alias), '')) AS team,
            j.latency_ms AS latency_raw, j.ttft_ms AS ttft_raw,
+           {principals},
            {int_raw}
     FROM typed
 ),
@@ -460,10 +506,12 @@ judged AS (
                  THEN struct_pack(f := 'usage.cache_creation', r := 'ephemeral_5m_input_tokens + ephemeral_1h_input_tokens = '
                       || (coalesce(p_cw_5m, 0) + coalesce(p_cw_1h, 0)) || ', not cache_creation_input_tokens = ' || p_cache_write)
             WHEN search_size_raw IS NOT NULL AND lower(trim(search_size_raw)) NOT IN ('low', 'medium', 'high') THEN struct_pack(f := 'tools.search_context_size', r := 'not low, medium or high: ' || search_size_raw)
+            {secret_checks}
         END AS problem
     FROM buckets
 )
-SELECT line, CASE WHEN problem IS NOT NULL THEN raw END AS raw,  -- kept for rejects only
+-- kept for rejects only, with anything that looks like a secret key redacted (never stored, not even in ops.quarantine)
+SELECT line, CASE WHEN problem IS NOT NULL THEN {redacted_raw} END AS raw,
        problem.f AS reject_field, problem.r AS reject_reason,
        ts::TIMESTAMP AS ts, request_id, model, provider, node_id,
        coalesce(task_id_raw, request_id) AS task_id, task_type, team, latency_ms, ttft_ms, usage_shape,
@@ -477,7 +525,8 @@ SELECT line, CASE WHEN problem IS NOT NULL THEN raw END AS raw,  -- kept for rej
        nullif(coalesce(p_web_search, web_search_calls), 0) AS web_search_requests,
        lower(trim(search_size_raw)) AS web_search_context_size,
        -- paid by a reservation: Gemini / Vertex AI provisioned throughput, Bedrock's reserved tier
-       CASE WHEN traffic_raw = 'PROVISIONED_THROUGHPUT' OR tier_raw = 'reserved' THEN 'provisioned' END AS billing
+       CASE WHEN traffic_raw = 'PROVISIONED_THROUGHPUT' OR tier_raw = 'reserved' THEN 'provisioned' END AS billing,
+       {principal_cols}, CAST(NULL AS VARCHAR) AS agent_span_id
 FROM judged
 """
 
@@ -536,7 +585,11 @@ def _sql(head: str = "", batch: str = "") -> str:
     traffic_types = ", ".join(f"'{t}'" for t in _TRAFFIC)
     traffic_tier_case = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _TRAFFIC.items())
     cd_bad = _CD_BAD
-    sql = _SQL.format(head=head, batch=batch, cd_bad=cd_bad, traffic_types=traffic_types, traffic_list=", ".join(_TRAFFIC), traffic_tier_case=traffic_tier_case, tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
+    secret_checks = secret_checks_sql({
+        n: "metadata.tags" if n == "tags" else " | ".join((["user"] if n == "user_id" else [])
+                                                          + [f"metadata.{k}" for k in _PRINCIPAL_KEYS[n]])
+        for n in PRINCIPALS})
+    sql = _SQL.format(redacted_raw=redact_sql('raw'), principals=_principal_exprs(), secret_checks=secret_checks, principal_cols=", ".join(PRINCIPALS), head=head, batch=batch, cd_bad=cd_bad, traffic_types=traffic_types, traffic_list=", ".join(_TRAFFIC), traffic_tier_case=traffic_tier_case, tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
     return re.sub(r"nullif\(trim\((j\.[a-z_.]+)\), ''\)", lambda m: _nonblank(m.group(1)), sql)
 
 

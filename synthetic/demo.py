@@ -35,6 +35,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from synthetic import demo_principals
+from synthetic.demo_principals import principal_columns
+
 REPO = Path(__file__).resolve().parents[1]
 REAL = REPO / "data" / "real"
 MARKER = ".thinktax-demo"
@@ -269,7 +272,8 @@ def _records(df: pl.DataFrame, gateway: str) -> pl.DataFrame:
             pl.struct(pl.col("cached").alias("cached_tokens")).alias("prompt_tokens_details"),
             pl.struct(pl.col("thinking").alias("reasoning_tokens")).alias("completion_tokens_details"),
         )
-        return df.select(*common, "provider", "task_id", "team", "task_type", "latency_ms", usage.alias("usage"))
+        return df.select(*common, "provider", "task_id", "team", "task_type", "latency_ms", usage.alias("usage"),
+                         pl.struct(*principal_columns()).alias("metadata"))
     if gateway == "openai_responses":
         usage = pl.struct(
             pl.col("prompt").alias("input_tokens"),
@@ -277,7 +281,8 @@ def _records(df: pl.DataFrame, gateway: str) -> pl.DataFrame:
             pl.struct(pl.col("cached").alias("cached_tokens")).alias("input_tokens_details"),
             pl.struct(pl.col("thinking").alias("reasoning_tokens")).alias("output_tokens_details"),
         )
-        return df.select(*common, "provider", "task_id", "team", "task_type", "latency_ms", usage.alias("usage"))
+        return df.select(*common, "provider", "task_id", "team", "task_type", "latency_ms", usage.alias("usage"),
+                         pl.struct(*principal_columns()).alias("metadata"))
     if gateway == "anthropic":
         # LiteLLM-proxy style: epoch seconds, team / task in metadata
         usage = pl.struct(
@@ -288,7 +293,7 @@ def _records(df: pl.DataFrame, gateway: str) -> pl.DataFrame:
             # thinking: the documented usage.output_tokens_details.thinking_tokens (part of output_tokens)
             pl.struct(pl.col("thinking").alias("thinking_tokens")).alias("output_tokens_details"),
         )
-        meta = pl.struct(pl.col("team"), pl.col("task_type"), pl.col("task_id"))
+        meta = pl.struct(pl.col("team"), pl.col("task_type"), pl.col("task_id"), *principal_columns())
         return df.select(pl.col("epoch").round(3).alias("ts"), "request_id", "model", "provider",
                          "latency_ms", meta.alias("metadata"), usage.alias("usage"))
     # self-hosted vLLM behind a gateway: chat usage with reasoning tokens (--reasoning-parser)
@@ -298,7 +303,8 @@ def _records(df: pl.DataFrame, gateway: str) -> pl.DataFrame:
         pl.struct(pl.col("cached").alias("cached_tokens")).alias("prompt_tokens_details"),
         pl.struct(pl.col("thinking").alias("reasoning_tokens")).alias("completion_tokens_details"),
     )
-    return df.select(*common, "node_id", "task_id", "team", "task_type", "latency_ms", usage.alias("usage"))
+    return df.select(*common, "node_id", "task_id", "team", "task_type", "latency_ms", usage.alias("usage"),
+                     pl.struct(*principal_columns()).alias("metadata"))
 
 
 def generate_cloud_calls(spec: DemoSpec) -> pl.DataFrame:
@@ -443,6 +449,8 @@ def write_landing(landing: Path, spec: DemoSpec = DemoSpec()) -> dict[str, int]:
         '"completion_tokens_details":{"reasoning_tokens":400}}}\n'
         '{"ts":"2026-08-08T23:59:02Z","request_id":"req-bad-2","model":"o3","provider":"openai","usage":{"prompt_tok\n'
     )
+    # issue 41: catalog/cost_centers.csv and nested agent traces (synthetic/demo_principals.py)
+    demo_principals.write(landing, spec.start + dt.timedelta(days=spec.days - 1), spec.seed)
     n_cloud = 0 if cloud_calls is None else cloud_calls.height
     tasks = calls["task_id"].n_unique() + (0 if cloud_calls is None else cloud_calls["task_id"].n_unique())
     return {"calls": calls.height + n_cloud, "tasks": tasks, "days": spec.days, "request_files": files + 1}

@@ -862,6 +862,51 @@ COLUMNS.update({
         "file": _d("Landing file of the line", LABEL),
         "line": _d("Line of the record in its file", COUNT),
     },
+    "marts.chargeback": {
+        "month": _d("First day of the UTC month", DAY),
+        "cost_center": _d("catalog/cost_centers.csv's first matching rule, else the calls' team, else 'unallocated'", LABEL),
+        "principal_kind": _d("'team', 'api_key', 'user', 'end_user', 'project', 'workspace', 'agent'; '*' = the cost center's total", LABEL),
+        "principal_value": _d("The principal (NULL: calls that do not report it); '*' on the total row", LABEL),
+        "calls": _d("Model calls of the row", COUNT),
+        "usage_cost_usd": _d("The calls' cost_usd (API at list price, self-hosted at their share of paid node-hours)", USD),
+        "thinking_cost_usd": _d("The thinking tokens' part of usage_cost_usd", USD),
+        "cache_savings_usd": _d("What prompt caching saved the calls, net of cache writes' premium (can be negative)", USD),
+        "shared_cost_usd": _d("The cost center's share of the month's shared costs (idle node-days, commitment fees, "
+                              "unexplained invoice lines) by [chargeback] shared, largest remainder; 0 on principal rows", USD),
+        "total_cost_usd": _d("usage_cost_usd + shared_cost_usd; per month the '*' rows add up to the month's spend", USD),
+        "list_cost_usd": _d("The calls on demand at list price (a provisioned call at its on-demand rates)", USD),
+    },
+    "marts.agent_runs": {
+        "trace_id": _d("OpenTelemetry trace id (lower-case hex)", LABEL),
+        "span_id": _d("The invoke_agent span's id", LABEL),
+        "parent_agent_span_id": _d("Its nearest invoke_agent ancestor; NULL for a top agent", LABEL),
+        "agent_name": _d("gen_ai.agent.name", LABEL),
+        "depth": _d("1 = a top agent, 2 = its sub-agent, ...", COUNT),
+        "calls": _d("Model calls whose nearest agent is this span", COUNT),
+        "own_cost_usd": _d("Their cost", USD),
+        "total_calls": _d("Model calls below this span at any depth", COUNT),
+        "total_cost_usd": _d("Their cost (each call once in each ancestor; the span's self-reported usage ignored)", USD),
+        "thinking_cost_usd": _d("The thinking tokens' part of total_cost_usd", USD),
+        "started_at": _d("The span's start", TS),
+        "duration_s": _d("The span's end minus its start", "seconds"),
+    },
+    "marts.run_costs": {
+        "trace_id": _d("Trace id of the calls", LABEL),
+        "session_id": _d("The run's conversation (smallest session id of its calls)", LABEL),
+        "root_agent": _d("gen_ai.agent.name of its earliest top-level invoke_agent span; NULL without one", LABEL),
+        "calls": _d("Model calls of the trace", COUNT),
+        "cost_usd": _d("Their cost", USD),
+        "thinking_cost_usd": _d("The thinking tokens' part of cost_usd", USD),
+        "started_at": _d("Earliest agent span start, else first call", TS),
+    },
+    "marts.session_costs": {
+        "session_id": _d("The conversation (gen_ai.conversation.id, LiteLLM session_id, metadata.session_id)", LABEL),
+        "traces": _d("Distinct trace ids among its calls", COUNT),
+        "calls": _d("Model calls of the conversation", COUNT),
+        "cost_usd": _d("Their cost", USD),
+        "first_at": _d("Its first call", TS),
+        "last_at": _d("Its last call", TS),
+    },
 })
 COLUMNS["ops.ingested_files"]["rows_skipped"] = _d(
     "Records read and deliberately not kept: the non-AI lines of a cloud invoice (0 for every other format); "
@@ -874,6 +919,8 @@ COLUMNS["ops.ingested_files"]["rows_in"] = _d(
     "Records read: rows_loaded + rows_duplicate + rows_quarantined + rows_skipped", COUNT)
 COLUMNS["ops.settings"]["cloud_team_tag"] = _d(
     "[cloud] team_tag: the tag / label of a cloud invoice line that names its team", LABEL)
+COLUMNS["ops.settings"]["chargeback_shared"] = _d(
+    "[chargeback] shared: how marts.chargeback spreads shared costs: 'proportional', 'even' or a cost center", LABEL)
 
 
 def _replaced_cloud_columns() -> dict[str, str]:
@@ -1041,7 +1088,7 @@ TABLES["marts.spend_anomalies"] = (
 COLUMNS["marts.spend_anomalies"] = {
     "day": _d("UTC day scored (from the series' first day + [anomaly] min_history_days)", DAY),
     "metric": _d("'cost_usd' (list-price API spend), 'calls', or 'reasoning_tokens_per_call' (thinking tokens / calls)", LABEL),
-    "scope": _d("'all', or the scope the series is of: 'team', 'model', 'task_type' (sources/contract.py ANOMALY_SCOPES)", LABEL),
+    "scope": _d("'all', or the scope the series is of: 'team', 'model', 'task_type', 'cost_center', 'api_key', 'user' (sources/contract.py ANOMALY_SCOPES)", LABEL),
     "scope_value": _d("'*' for scope all, else the team, model key or task type", LABEL),
     "actual": _d("The day's value (computed in floats)", _METRIC_UNIT),
     "expected": _d("Median of the same day type's values over the adapt_days days before", _METRIC_UNIT),

@@ -20,6 +20,9 @@
 -- Speed: what depends only on (provider, model, node, UTC day) -- the sheet model, the node's
 -- provider, the price version in force (versions start and end at dates) -- is looked up once per
 -- distinct key and joined back to the calls by equality; no per-call window, range join or regex.
+-- cost_center (issue 41): the first rule of catalog/cost_centers.csv (file order) whose field matches
+-- the call (team, api_key, user, end_user, project, workspace, agent, service = provider, tag:<key>;
+-- 'principal' is a cloud bill line's and matches no call), else the call's team, else 'unallocated'.
 -- @kind: incremental_by_day
 -- @storage: parquet
 -- @grain: one row per call (request_id)
@@ -288,6 +291,25 @@ costed AS (
              + core.usd_for_tokens(c.output_tokens, c.rate_output_usd_per_mtok) AS DECIMAL(38,15)) END AS modified_token_cost_usd,
            CAST(CASE WHEN c.modified THEN core.usd_for_tokens(c.thinking_tokens, c.rate_reasoning_usd_per_mtok)
                      ELSE core.usd_for_tokens(c.thinking_tokens, c.reasoning_usd_per_mtok) END AS DECIMAL(38,15)) AS api_thinking_cost_usd,
+           -- issue 41: what the provider's prompt caching saved the call, on its basis: the cached
+           -- tokens at the input rate minus at the cached rate, less the cache writes' premium over
+           -- the input rate (5-minute and 1-hour writes at their own rates). Negative when the writes
+           -- cost more than the reads saved, and kept so.
+           CAST(CASE WHEN c.modified THEN
+                     core.usd_for_tokens(c.cached_input_tokens, c.rate_input_usd_per_mtok)
+                   - core.usd_for_tokens(c.cached_input_tokens, c.rate_cached_input_usd_per_mtok)
+                   - core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.rate_cache_write_usd_per_mtok)
+                   + core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.rate_input_usd_per_mtok)
+                   - CASE WHEN c.cache_write_1h_tokens > 0 THEN core.usd_for_tokens(c.cache_write_1h_tokens, c.rate_cache_write_1h_usd_per_mtok)
+                            - core.usd_for_tokens(c.cache_write_1h_tokens, c.rate_input_usd_per_mtok) ELSE 0 END
+                ELSE
+                     core.usd_for_tokens(c.cached_input_tokens, c.input_usd_per_mtok)
+                   - core.usd_for_tokens(c.cached_input_tokens, c.cached_input_usd_per_mtok)
+                   - core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.cache_write_usd_per_mtok)
+                   + core.usd_for_tokens(c.cache_write_tokens - c.cache_write_1h_tokens, c.input_usd_per_mtok)
+                   - CASE WHEN c.cache_write_1h_tokens > 0 THEN core.usd_for_tokens(c.cache_write_1h_tokens, c.std_w1)
+                            - core.usd_for_tokens(c.cache_write_1h_tokens, c.input_usd_per_mtok) ELSE 0 END
+                END AS DECIMAL(38,15)) AS api_cache_savings_usd,
            c.modified,
            -- per-query fees (USD): 0 without searches; NULL when searches have no price on the sheet
            CASE WHEN c.serving <> 'api' THEN NULL
@@ -304,7 +326,8 @@ costed2 AS (
     FROM costed c
 ),
 final AS (
-    SELECT c.* EXCLUDE (api_cost_usd, api_thinking_cost_usd, api_cost_at_standard_usd, price_basis, allocated_micro_usd),
+    SELECT c.* EXCLUDE (api_cost_usd, api_thinking_cost_usd, api_cost_at_standard_usd, price_basis, allocated_micro_usd,
+                        api_cache_savings_usd),
            -- every branch cast to DECIMAL(38,15): a CASE over (38,15) and (38,6) is typed (38,6) and
            -- would round each API call's cost to the micro-dollar before the marts sum it
            CASE WHEN c.serving = 'api' AND c.billing = 'provisioned' THEN CAST(0 AS DECIMAL(38,15))
@@ -322,20 +345,66 @@ final AS (
                 WHEN c.serving = 'api' THEN c.api_cost_usd IS NULL ELSE c.allocated_micro_usd IS NULL END AS unpriced,
            CASE WHEN c.serving = 'api' THEN c.api_cost_at_standard_usd END AS cost_at_standard_usd,
            CASE WHEN c.serving = 'api' AND c.billing = 'provisioned' THEN 'provisioned' ELSE c.price_basis END AS price_basis,
-           CASE WHEN c.serving = 'api' THEN CAST(c.api_cost_usd AS DECIMAL(38,15)) END AS on_demand_cost_usd
+           CASE WHEN c.serving = 'api' THEN CAST(c.api_cost_usd AS DECIMAL(38,15)) END AS on_demand_cost_usd,
+           -- a provisioned call pays no token (0 saved); a self-hosted call's cache is the node's: NULL
+           CASE WHEN c.serving = 'api' AND c.billing = 'provisioned' THEN CAST(0 AS DECIMAL(38,15))
+                WHEN c.serving = 'api' THEN c.api_cache_savings_usd END AS cache_savings_usd
     FROM costed2 c
+),
+cc_rules AS (
+    -- catalog/cost_centers.csv in force (the newest file): the first rule in file order that matches wins
+    SELECT line, cost_center, field, pattern_regex
+    FROM stg.cost_centers
+    WHERE file_id = (SELECT max(file_id) FROM stg.cost_centers)
+),
+cc_keys AS (
+    -- the distinct principals the rules can look at (none read when there is no rule)
+    SELECT DISTINCT team, api_key, user_id, end_user_id, project_id, workspace_id, agent_name, provider, tags
+    FROM final
+    WHERE EXISTS (SELECT 1 FROM cc_rules)
+),
+cc_match AS (
+    SELECT k.team, k.api_key, k.user_id, k.end_user_id, k.project_id, k.workspace_id, k.agent_name, k.provider, k.tags,
+           arg_min(r.cost_center, r.line) AS rule_cost_center
+    FROM cc_keys k
+    JOIN cc_rules r
+      ON coalesce(regexp_matches(CASE r.field WHEN 'team' THEN k.team WHEN 'api_key' THEN k.api_key
+                                              WHEN 'user' THEN k.user_id WHEN 'end_user' THEN k.end_user_id
+                                              WHEN 'project' THEN k.project_id WHEN 'workspace' THEN k.workspace_id
+                                              WHEN 'agent' THEN k.agent_name WHEN 'service' THEN k.provider
+                                              -- tag:<key> (a key of [A-Za-z0-9_-], checked at ingest)
+                                              WHEN 'principal' THEN NULL
+                                              ELSE json_extract_string(k.tags, '$.' || substr(r.field, 5)) END,
+                                 r.pattern_regex), false)
+    GROUP BY k.team, k.api_key, k.user_id, k.end_user_id, k.project_id, k.workspace_id, k.agent_name, k.provider, k.tags
+),
+allocated_cc AS (
+    -- issue 41: the call's cost center: its first matching rule, else its team, else 'unallocated'
+    SELECT f.*,
+           coalesce(m.rule_cost_center, CASE WHEN f.team = 'unknown' THEN 'unallocated' ELSE f.team END) AS cost_center
+    FROM final f
+    LEFT JOIN cc_match m
+           ON m.team = f.team AND m.api_key IS NOT DISTINCT FROM f.api_key AND m.user_id IS NOT DISTINCT FROM f.user_id
+          AND m.end_user_id IS NOT DISTINCT FROM f.end_user_id AND m.project_id IS NOT DISTINCT FROM f.project_id
+          AND m.workspace_id IS NOT DISTINCT FROM f.workspace_id AND m.agent_name IS NOT DISTINCT FROM f.agent_name
+          AND m.provider IS NOT DISTINCT FROM f.provider AND m.tags IS NOT DISTINCT FROM f.tags
 )
 -- the columns of before in their order, then the pricing-modifier columns (issue 14)
 SELECT * EXCLUDE (service_tier, is_batch, cache_write_1h_tokens, processing_region, web_search_requests,
                   web_search_context_size, price_basis, tier_priced_as_standard, price_note,
                   rate_input_usd_per_mtok, rate_cached_input_usd_per_mtok, rate_cache_write_usd_per_mtok,
                   rate_cache_write_1h_usd_per_mtok, rate_output_usd_per_mtok, rate_reasoning_usd_per_mtok,
-                  regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd, billing, on_demand_cost_usd),
+                  regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd, billing, on_demand_cost_usd,
+                  api_key, user_id, end_user_id, project_id, workspace_id, session_id, trace_id, span_id,
+                  parent_span_id, agent_name, tags, cache_savings_usd, cost_center, agent_span_id),
        service_tier, is_batch, cache_write_1h_tokens, processing_region, web_search_requests,
        web_search_context_size, price_basis, tier_priced_as_standard, price_note,
        rate_input_usd_per_mtok, rate_cached_input_usd_per_mtok, rate_cache_write_usd_per_mtok,
        rate_cache_write_1h_usd_per_mtok, rate_output_usd_per_mtok, rate_reasoning_usd_per_mtok,
        regional_uplift, usd_per_web_search, request_fees_usd, cost_at_standard_usd,
        -- issue 24: how the call is paid, and its per-token cost on its basis
-       billing, on_demand_cost_usd
-FROM final
+       billing, on_demand_cost_usd,
+       -- issue 41: who made the call (core.calls) and what caching saved it
+       api_key, user_id, end_user_id, project_id, workspace_id, session_id, trace_id, span_id,
+       parent_span_id, agent_name, tags, cache_savings_usd, cost_center, agent_span_id
+FROM allocated_cc

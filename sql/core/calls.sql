@@ -9,6 +9,8 @@
 -- billing (issue 24): 'provisioned' or 'on_demand' for an API call (core.reported_models).
 -- Until issue 17 core.calls was a view of core.call_costs with the API money columns; they are
 -- in core.call_costs (api_cost_usd = cost_usd of an API call; see CHANGELOG.md).
+-- Principals (issue 41): api_key, user_id, end_user_id, project_id, workspace_id, session_id, trace_id,
+-- span_id, parent_span_id, agent_name, tags as stg.requests holds them.
 -- @kind: incremental_by_day
 -- @storage: parquet
 -- @grain: one row per call (request_id)
@@ -62,7 +64,12 @@ SELECT r.request_id, r.ts, CAST(r.ts AS DATE) AS day, date_trunc('hour', r.ts) A
        r.processing_region, coalesce(r.web_search_requests, 0) AS web_search_requests, r.web_search_context_size,
        -- how an API call is paid (issue 24): 'provisioned' (reported by the call, e.g. Vertex AI
        -- trafficType, or its endpoints.csv row) or 'on_demand'; NULL for a self-hosted call
-       CASE WHEN r.node_id IS NULL THEN coalesce(r.billing, k.endpoint_billing, 'on_demand') END AS billing
+       CASE WHEN r.node_id IS NULL THEN coalesce(r.billing, k.endpoint_billing, 'on_demand') END AS billing,
+       -- issue 41: who made the call, as its source reported it (NULL = not reported; docs/contract.md "Principals")
+       r.api_key, r.user_id, r.end_user_id, r.project_id, r.workspace_id, r.session_id,
+       r.trace_id, r.span_id, r.parent_span_id, r.agent_name, r.tags,
+       -- OTel: the call's nearest invoke_agent ancestor (stg.agent_spans; marts.agent_runs)
+       r.agent_span_id
 FROM requests r
 CROSS JOIN settings s
 -- a LEFT join, though every call has its key (model_keys is made from these calls, model is NOT NULL):

@@ -40,7 +40,7 @@ KIND = {
     "engine.ingest": "a string", "warehouse.keep_builds": "an integer",
     "anomaly.adapt_days": "an integer", "anomaly.min_history_days": "an integer",
     "anomaly.min_impact_usd": "a number", "anomaly.min_impact_pct": "a number",
-    "anomaly.alert_scopes": "a list of strings",
+    "anomaly.alert_scopes": "a list of strings", "chargeback.shared": "a string",
 }
 
 

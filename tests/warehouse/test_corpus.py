@@ -545,6 +545,9 @@ def _cloud_formats(con):
 CASES += [
     Case("catalog_cloud_principals", "catalog", {"catalog/cloud_principals.csv": Out("loaded", 2, 1, 0, 1, (
         (3, "team", "missing"),))}),
+    Case("catalog_cost_centers_bad_rows", "catalog", {"catalog/cost_centers.csv": Out("loaded", 7, 3, 0, 4, (
+        (4, "field", "unknown field 'colour'"), (5, "field", "tag:<key> with a key of letters"),
+        (6, "cost_center", "missing"), (7, "pattern", "without its ']'")))}),
     Case("catalog_commitments_bad_rows", "catalog", {"catalog/commitments.csv": Out("loaded", 8, 2, 0, 6, (
         (4, "units", "not positive: 0"), (5, "usd_per_unit_hour", "not positive: -3"),
         (6, "end", "not after start"), (7, "end", "no commit_months"), (8, "provider", "missing"),

@@ -199,6 +199,8 @@ LLM_PRICE_READERS = {
     "marts.invoice_reconciliation", "marts.invoice_mismatch",
     # issue 25 item 5: a commitment's month against what its provisioned calls would have cost on demand
     "marts.commitments",
+    # issue 41: who spent it, and the agent runs, sessions and traces: marts over core.call_costs
+    "marts.chargeback", "marts.agent_runs", "marts.run_costs", "marts.session_costs",
 }
 # issue 17, calls before costs: what reads only calls and tokens reads core.calls, not core.call_costs,
 # so a new price sheet leaves it alone

@@ -87,6 +87,18 @@ def landed(spark, tmp_path_factory):  # noqa: ANN001, ANN201
 
     (req / "zz_cloud_calls.jsonl").write_text("\n".join(json.dumps(c) for c in cp.CALLS) + "\n")
     (landing / "catalog" / "zz_endpoints.csv").write_text(cp.ENDPOINTS)
+    # issue 41: principals from every call source, a secret-looking key, cost-center rules (the newest
+    # catalog file of its kind), nested agent traces: core.call_costs.cost_center, marts.chargeback,
+    # marts.agent_runs / run_costs / session_costs on Spark
+    from tests.sql import test_agent_runs as ar, test_principals as tp  # noqa: PLC0415
+
+    (req / "zz_principals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in tp.REQUESTS))
+    (landing / "telemetry" / "litellm_spendlogs").mkdir(parents=True, exist_ok=True)
+    (landing / "telemetry" / "litellm_spendlogs" / "zz_principals.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in tp.SPENDLOGS))
+    (landing / "telemetry" / "otel").mkdir(parents=True, exist_ok=True)
+    (landing / "telemetry" / "otel" / "zz_agents.jsonl").write_text(ar.OTLP + tp.OTLP)
+    (landing / "catalog" / "zz_cost_centers.csv").write_text(tp.COST_CENTERS)
     con, target, equal = _both_engines(spark, landing, root, "cx")
     yield con, target, equal, len(cases)
     con.close()
@@ -101,8 +113,13 @@ def test_every_table_equals_duckdb_on_spark(landed):
         "(SELECT count(*) FROM stg.openai_costs) + (SELECT count(*) FROM stg.anthropic_costs) "
         "+ (SELECT count(*) FROM stg.focus_costs)").fetchall()
     assert quarantined > 50 and calls > 50 and bill_lines > 10, (quarantined, calls, bill_lines)
+    # issue 41's tables have rows to compare: cost centers from the rules, agents, runs, sessions
+    (centers, agents, runs, sessions), = con.execute(
+        "SELECT (SELECT count(DISTINCT cost_center) FROM marts.chargeback), (SELECT count(*) FROM marts.agent_runs), "
+        "(SELECT count(*) FROM marts.run_costs), (SELECT count(*) FROM marts.session_costs)").fetchall()
+    assert centers >= 5 and agents >= 4 and runs >= 2 and sessions >= 3, (centers, agents, runs, sessions)
     bad = {t: why for t, (ok, why) in equal.items() if not ok}
-    assert not bad, bad
+    assert not bad, (sorted(bad), bad)
 
 
 def test_pricing_rules_hand_worked_costs_come_out_of_spark(landed, spark):

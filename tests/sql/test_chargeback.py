@@ -1,0 +1,96 @@
+"""marts.chargeback (issue 41): a month whose cost centers add up to the month's spend to the cent,
+with idle node-hours, an unused commitment and an unexplained invoice line allocated.
+
+The month is June 2026 of tests/sql/test_cloud_bills.py's AWS export (tests/fixtures/bills/cloud/aws):
+calls b1 + b2 (Bedrock, $8.10), a1 (Azure, $7.50) and g1 (Vertex AI, $5.025), all team search, cost
+$20.625 at the sheet's rates; the AWS CUR bills 2 model-unit
+hours of Provisioned Throughput, $79.20 (no call pays it: provisioned calls cost 0 per token), and
+an AI line no rule reads ('...-search-units'), $0.25. Added here:
+
+* call x1, Bedrock Claude Sonnet 4.5, 100,000 input x $3 + 10,000 output x $15 per 1M = 0.30 + 0.15
+  = $0.45, metadata.api_key_id 'key-ml-1' -> cost center 'ml' (rule `ml,api_key,key-ml-*`);
+* node n9, 1 GPU at $2.00 an hour, active 2026-06-09 00:00 to 06-10 00:00 with no call: an idle
+  node-day of 24 x 2.00 = $48.00.
+
+Shared = 48.00 + 79.20 + 0.25 = $127.45 = 127,450,000 micro-dollars. Usage: search 20.625, ml 0.45,
+21.075 in all (weights 20,625,000 : 450,000 = 825 : 18, of 843).
+* proportional: ml 127,450,000 x 18 / 843 = 2,294,100,000 / 843 = 2,721,352.31 -> floor 2,721,352
+  (remainder .31); search 127,450,000 x 825 / 843 = 124,728,647.69 -> floor 124,728,647 (remainder
+  .69); the floors leave 1 micro-dollar, which goes to the larger remainder, search: 124,728,648.
+  Totals: search 20.625 + 124.728648 = 145.353648; ml 0.45 + 2.721352 = 3.171352; together
+  148.525 = 21.075 + 127.45.
+* even: 63,725,000 each: search 20.625 + 63.725 = 84.35, ml 0.45 + 63.725 = 64.175.
+* shared = "ml": ml 0.45 + 127.45 = 127.90, search 20.625.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal as D
+
+from services.config import Chargeback, Config
+from tests.conftest import build_warehouse
+from tests.sql.test_cloud_bills import SONNET, TS, landing_with
+
+X1 = {"ts": TS, "request_id": "x1", "provider": "bedrock", "model": SONNET,
+      "metadata": {"api_key_id": "key-ml-1", "user_id": "erin"},
+      "usage": {"inputTokens": 100_000, "outputTokens": 10_000}}
+
+
+def _build(root, shared="proportional"):
+    landing = landing_with(root, "aws")
+    (landing / "telemetry" / "requests" / "more.jsonl").write_text(json.dumps(X1) + "\n")
+    (landing / "catalog" / "cost_centers.csv").write_text("cost_center,field,pattern\nml,api_key,key-ml-*\n")
+    (landing / "catalog" / "nodes.csv").write_text(
+        "node_id,provider,gpu_type,gpus,model,precision,usd_per_gpu_hour,active_from,active_to\n"
+        "n9,nebius,H100,1,qwen3-32b,fp8,2.00,2026-06-09T00:00:00Z,2026-06-10T00:00:00Z\n")
+    con, summary = build_warehouse(landing, root / "w.duckdb", config=Config(chargeback=Chargeback(shared=shared)))
+    assert summary.total("rows_quarantined") == 0
+    return con
+
+
+def _totals(con):
+    return {r[0]: r[1:] for r in con.execute(
+        "SELECT cost_center, calls, usage_cost_usd, shared_cost_usd, total_cost_usd FROM marts.chargeback "
+        "WHERE month = DATE '2026-06-01' AND principal_kind = '*'").fetchall()}
+
+
+def test_cost_centers_add_up_to_the_months_spend_to_the_cent(tmp_path):
+    con = _build(tmp_path)
+    got = _totals(con)
+    assert got == {"search": (4, D("20.625"), D("124.728648"), D("145.353648")),
+                   "ml": (1, D("0.45"), D("2.721352"), D("3.171352"))}
+    # the same month's spend from the other marts: calls + idle nodes + commitment fees + unexplained lines
+    spend = con.execute("""
+        SELECT (SELECT sum(cost_usd) FROM marts.daily_spend WHERE source IN ('api_usage', 'self_hosted')
+                  AND day >= DATE '2026-06-01' AND day < DATE '2026-07-01')
+             + (SELECT sum(paid_usd) FROM marts.commitments WHERE source = 'invoice' AND month = DATE '2026-06-01')
+             + (SELECT sum(amount_usd) FROM marts.unattributed_invoice_lines WHERE day < DATE '2026-07-01')""").fetchone()[0]
+    assert spend == D("148.525")
+    assert sum(t[3] for t in got.values()) == spend
+    # the principal rows: within ml, the key and the user; no shared cost on them
+    rows = con.execute("SELECT principal_kind, principal_value, calls, usage_cost_usd, shared_cost_usd, total_cost_usd "
+                       "FROM marts.chargeback WHERE cost_center = 'ml' AND principal_kind IN ('api_key', 'user')"
+                       " ORDER BY 1").fetchall()
+    assert rows == [("api_key", "key-ml-1", 1, D("0.45"), D("0"), D("0.45")), ("user", "erin", 1, D("0.45"), D("0"), D("0.45"))]
+
+
+def test_shared_even_and_to_one_cost_center(tmp_path):
+    con = _build(tmp_path / "even", "even")
+    assert {k: v[2:] for k, v in _totals(con).items()} == {"search": (D("63.725"), D("84.35")),
+                                                           "ml": (D("63.725"), D("64.175"))}
+    con.close()
+    con = _build(tmp_path / "ml", "ml")
+    assert {k: v[2:] for k, v in _totals(con).items()} == {"search": (D("0"), D("20.625")),
+                                                           "ml": (D("127.45"), D("127.90"))}
+
+
+def test_the_report_has_the_chargeback_table(tmp_path):
+    from services.report import build_html  # noqa: PLC0415
+
+    con = _build(tmp_path)
+    html = build_html(con)
+    section = html[html.index("Chargeback: who spent it"):html.index("Most expensive agent runs")]
+    # search first (145.35), then ml; the key of ml's call among the top keys
+    assert section.index(">search<") < section.index(">ml<")
+    assert "key-ml-1" in section and "erin" in section
