@@ -137,8 +137,9 @@ def open_engine(kind: str, build_id: str, *, warehouse: Path, spark_remote: str 
     else:
         from warehouse.spark.engine import SparkEngine  # noqa: PLC0415 - pyspark only when chosen
 
-        eng = SparkEngine(build_id, warehouse=warehouse, remote=spark_remote or None,
-                          spark_warehouse=Path(spark_warehouse) if spark_warehouse else warehouse.parent / "spark",
+        # absolute: a Spark Connect server resolves a relative LOCATION against its own folder, not ours
+        folder = Path(spark_warehouse) if spark_warehouse else warehouse.parent / "spark"
+        eng = SparkEngine(build_id, warehouse=warehouse, remote=spark_remote or None, spark_warehouse=folder.resolve(),
                           ingest=ingest, progress=progress)
     _OPEN[build_id] = eng
     return eng

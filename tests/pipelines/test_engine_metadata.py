@@ -145,3 +145,19 @@ def test_spark_connect_adapter_results_pass_the_metadata_path(tmp_path):
     assert res.asset_key == key_of(check.asset) and not res.passed
     assert res.metadata["offending_rows"] == dg.MetadataValue.int(2)
     assert res.metadata["sample"] == dg.MetadataValue.json([{"request_id": "r1"}, {"request_id": "r2"}])
+
+
+def test_a_relative_spark_warehouse_reaches_the_engine_absolute(tmp_path, monkeypatch):
+    """`--spark-warehouse spark-files` (relative): a Spark Connect server resolves a table's LOCATION
+    against its own folder, so the engine gets the path resolved here, where the user typed it
+    (found running `thinktax run --spark-remote ... --spark-warehouse spark-files` in issue 46:
+    "UNABLE_TO_INFER_SCHEMA" for the server looked in its own folder)."""
+    from warehouse.engine import close_engine, open_engine  # noqa: PLC0415
+
+    monkeypatch.chdir(tmp_path)
+    eng = open_engine("spark", "rel1", warehouse=tmp_path / "wh" / "thinktax.duckdb", spark_remote="sc://127.0.0.1:1",
+                      spark_warehouse="spark-files")
+    try:
+        assert eng.spark_warehouse == tmp_path.resolve() / "spark-files"
+    finally:
+        close_engine("rel1")

@@ -105,17 +105,20 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
 
 
 def _replay_window(spark, df):  # noqa: ANN001, ANN202
-    """core.calls of the PEAK_WINDOW_DAYS days ending its last day (the window busiest_hours reads)."""
-    from pyspark.sql import functions as F  # noqa: PLC0415
+    """core.calls of the PEAK_WINDOW_DAYS days ending its last day (the window busiest_hours reads).
+
+    SQL text, not ``pyspark.sql.functions``: on a Spark Connect session built by the Connect client's
+    own builder, ``F.max`` looks for a local SparkContext and fails (warehouse/spark/build.py
+    ``session``; issue 46 found this one through the Connect run in make test)."""
+    import datetime as dt  # noqa: PLC0415
 
     from warehouse.outlook import PEAK_WINDOW_DAYS  # noqa: PLC0415
 
-    last = df.agg(F.max("day")).collect()[0][0]
+    last = df.selectExpr("max(day) AS last").collect()[0]["last"]
     if last is None:
         return df.limit(0)
-    import datetime as dt  # noqa: PLC0415
-
-    return df.where(F.col("day").between(F.lit(last - dt.timedelta(days=PEAK_WINDOW_DAYS - 1)), F.lit(last)))
+    first = last - dt.timedelta(days=PEAK_WINDOW_DAYS - 1)
+    return df.where(f"day BETWEEN DATE '{first.isoformat()}' AND DATE '{last.isoformat()}'")
 
 
 def build_economics(con, models: Sequence, log_line: Callable[[str], None] = log.info) -> dict[str, int]:  # noqa: ANN001
