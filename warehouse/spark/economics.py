@@ -90,6 +90,7 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
             df = df.select(*cols)
         else:  # the model's column order (Spark puts partition keys last)
             df = df.select(*[f"`{c}`" for c in columns_in_model_order(spark, target.table(table))])
+        df = _wall_clock(df)
         _duck_drop(con, table)
         if remote:  # Spark Connect: the rows come back as Arrow (the server's files need not be this machine's)
             con.register("_spark_rows", to_arrow(df))
@@ -102,6 +103,18 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
         out.append(table)
     shutil.rmtree(folder, ignore_errors=True)
     return out
+
+
+def _wall_clock(df):  # noqa: ANN001, ANN202
+    """Spark's TIMESTAMP columns (with the session's time zone, UTC) as TIMESTAMP_NTZ, the UTC wall
+    clock DuckDB's model tables hold as TIMESTAMP: over Arrow or Parquet a TIMESTAMP column arrives
+    in DuckDB as TIMESTAMP WITH TIME ZONE (seen through Spark Connect in issue 46:
+    marts.unpriced_usage's first_seen and last_seen in the published file)."""
+    fields = df.schema.fields
+    if not any(f.dataType.typeName() == "timestamp" for f in fields):
+        return df
+    return df.selectExpr(*[f"CAST(`{f.name}` AS TIMESTAMP_NTZ) AS `{f.name}`" if f.dataType.typeName() == "timestamp"
+                           else f"`{f.name}`" for f in fields])
 
 
 def _replay_window(spark, df):  # noqa: ANN001, ANN202
