@@ -266,9 +266,10 @@ def test_run_through_spark_connect_publishes_the_hand_worked_figures_and_duckdbs
     assert not differ, differ
     with capsys.disabled():
         print(f"{len(marts)} marts ({with_rows} with rows) compared, published file and server, in {time.perf_counter() - t:.1f} s")
-    # 18 of the 30 marts have rows on this landing (a DuckDB `thinktax run` of it, 2026-12-06): the
-    # bills', the calls', the forecast; the capacity and break-even ones need more history
-    assert with_rows >= 18
+    # marts with rows in the DuckDB reference: 13 of 30 on this landing before the cloud exports (18
+    # with them, a DuckDB `thinktax run`, 2026-12-06): the bills', the calls', the forecast; the
+    # capacity and break-even ones need more history. A floor, so that "equal" compared rows.
+    assert with_rows >= 13
     # and the published file serves the report as after a DuckDB run (it reads only marts and ops)
     capsys.readouterr()
     assert main(["report", "--warehouse", str(published), "--out", str(tmp_path / "report.html")]) == 0, capsys.readouterr().err
