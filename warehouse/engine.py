@@ -43,7 +43,7 @@ import duckdb
 from warehouse.checks import SqlCheck
 from warehouse.incremental import Scope
 from warehouse.ingest import BUILD_COMMIT_EVERY, IngestSummary, Ingestor
-from warehouse.plain import plain_int
+from warehouse.plain import checked
 from warehouse.rebuild import Rebuilt, rebuild
 from warehouse.sqltable import SqlTable
 
@@ -77,11 +77,6 @@ class Engine(Protocol):
     def abandon(self) -> None: ...
 
 
-def checked(check: SqlCheck, bad: object, sample: list[dict]) -> tuple[int, list[dict]]:
-    """What ``Engine.check`` returns: the offending rows' count as a Python int, and the sample."""
-    return plain_int(bad, f"check {check.name}: offending rows"), sample
-
-
 class DuckDBEngine:
     """Everything in the run's DuckDB build file: the control plane is the data plane."""
 
@@ -100,7 +95,7 @@ class DuckDBEngine:
         return rebuild(con, model, scope, build_id)
 
     def check(self, con, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict]]:  # noqa: ANN001
-        return checked(check, *check.run(con, sample))
+        return checked(check.name, *check.run(con, sample))
 
     def to_control(self, con) -> list[str]:  # noqa: ANN001
         return []

@@ -5,7 +5,7 @@ accepts ``int``, not numpy's integers, and raises ``DagsterInvalidMetadata`` on 
 client library can return either: pyspark 3.5's Spark Connect ``DataFrame.count()`` is
 ``self.agg(count(lit(1))).toPandas().iloc[0, 0]``, a ``numpy.int64``
 (pyspark/sql/connect/dataframe.py), while a classic session's is an ``int``. So the types the
-engines return (``Rebuilt``, ``FileResult``, a check's count) convert at construction, for every
+engines return (``Rebuilt``, ``FileResult``, a check's count: ``checked``) convert at construction, for every
 engine, and the orchestrator never sees which library counted.
 """
 
@@ -23,3 +23,8 @@ def plain_int(value: object, what: str) -> int:
         return operator.index(value)
     except TypeError:
         raise TypeError(f"{what}: expected an integer count, got {type(value).__name__} {value!r}") from None
+
+
+def checked(check_name: str, bad: object, sample: list[dict]) -> tuple[int, list[dict]]:
+    """What ``Engine.check`` returns: the offending rows' count as a Python int, and the sample."""
+    return plain_int(bad, f"check {check_name}: offending rows"), sample

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import time
 from decimal import Decimal as D
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import MINI_FILES, build_warehouse, write_files
+from tests.conftest import MINI_FILES, NOW, build_warehouse, write_files
 from tests.warehouse.spark.connect_landing import add_cloud_exports, write_connect_landing
 from tests.warehouse.spark.cli_json import canon, sql_json
 
@@ -180,12 +181,19 @@ def test_engine_results_through_connect_are_plain_python_for_dagsters_metadata(c
     _drop(spark, "marts.tier_mix")
 
 
-def _duckdb_reference(landing: Path, path: Path) -> Path:
-    """The landing built by DuckDB directly (the Ingestor, every SQL model, the economics builders)."""
+def _duckdb_reference(landing: Path, path: Path, *, first: Path | None = None) -> Path:
+    """The landing built by DuckDB directly (the Ingestor, every SQL model, the economics builders).
+    ``first``: a landing ingested before it, as the runs did (file_ids number files in the order
+    they were ingested: the nightly's files come after the first run's)."""
     from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
+    from warehouse.ingest import Ingestor  # noqa: PLC0415
+    from warehouse.transform import build_all  # noqa: PLC0415
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    con, _ = build_warehouse(landing, path)
+    con, _ = build_warehouse(first or landing, path)
+    if first is not None:
+        Ingestor(con, landing, now=NOW).ingest()
+        build_all(con)
     for e in ECONOMICS:
         e.builder(con)
     con.close()
@@ -285,6 +293,7 @@ def test_run_through_spark_connect_publishes_the_hand_worked_figures_and_duckdbs
     (landing / "telemetry/requests/late.jsonl").write_text(
         '{"ts":"2026-07-01T12:00:00Z","request_id":"r6","model":"o3","provider":"openai","task_id":"t5","team":"search",'
         '"task_type":"qa","usage":{"prompt_tokens":2000,"completion_tokens":500}}\n')
+    shutil.copytree(landing, tmp_path / "landing-first")  # what the first run ingested
     add_cloud_exports(landing)
     assert [f for f in folders() if not any((landing / f).rglob("*.*"))] == []
     (tmp_path / "thinktax.toml").write_text('[engine]\ningest = "duckdb"\n')
@@ -307,7 +316,7 @@ def test_run_through_spark_connect_publishes_the_hand_worked_figures_and_duckdbs
                              "WHERE source = 'api_usage' AND day >= DATE '2026-06-30' GROUP BY day ORDER BY day"])
     assert [(r["day"], D(r["cost_usd"]), r["calls"]) for r in days] == [
         ("2026-06-30", R1 + R3, 2), ("2026-07-01", R2 + R6, 2)]
-    nightly_ref = _duckdb_reference(landing, tmp_path / "duck2" / "thinktax.duckdb")
+    nightly_ref = _duckdb_reference(landing, tmp_path / "duck2" / "thinktax.duckdb", first=tmp_path / "landing-first")
     differ, _ = _marts_differ(capsys, marts, ["sql", "--warehouse", str(nightly_ref), "--format", "json"], pub_sql)
     assert not differ, differ
 
