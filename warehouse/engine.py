@@ -23,6 +23,11 @@ engine the ``thinktax`` resource chooses (``[engine] kind`` in thinktax.toml, ``
    when the run is not published (a check failed, a step raised): the engine's tables are left as
    the last published run left them.
 
+What an engine hands back to the job (row counts, days, a check's offending rows, the ingest
+accounting) is plain Python -- ``int``, never a client library's numpy integer -- since it becomes
+Dagster metadata, which takes no numpy value (issue 46: Spark Connect's ``count()``). ``Rebuilt``,
+``FileResult`` and ``checked`` convert at the boundary (warehouse/plain.py).
+
 ``DuckDBEngine`` does each step in the build file itself (most are no-ops); ``SparkEngine``
 (warehouse/spark/engine.py, pyspark imported only when it is chosen) on Apache Spark.
 """
@@ -38,6 +43,7 @@ import duckdb
 from warehouse.checks import SqlCheck
 from warehouse.incremental import Scope
 from warehouse.ingest import BUILD_COMMIT_EVERY, IngestSummary, Ingestor
+from warehouse.plain import checked
 from warehouse.rebuild import Rebuilt, rebuild
 from warehouse.sqltable import SqlTable
 
@@ -89,7 +95,7 @@ class DuckDBEngine:
         return rebuild(con, model, scope, build_id)
 
     def check(self, con, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict]]:  # noqa: ANN001
-        return check.run(con, sample)
+        return checked(check.name, *check.run(con, sample))
 
     def to_control(self, con) -> list[str]:  # noqa: ANN001
         return []
@@ -126,8 +132,9 @@ def open_engine(kind: str, build_id: str, *, warehouse: Path, spark_remote: str 
     else:
         from warehouse.spark.engine import SparkEngine  # noqa: PLC0415 - pyspark only when chosen
 
-        eng = SparkEngine(build_id, warehouse=warehouse, remote=spark_remote or None,
-                          spark_warehouse=Path(spark_warehouse) if spark_warehouse else warehouse.parent / "spark",
+        # absolute: a Spark Connect server resolves a relative LOCATION against its own folder, not ours
+        folder = Path(spark_warehouse) if spark_warehouse else warehouse.parent / "spark"
+        eng = SparkEngine(build_id, warehouse=warehouse, remote=spark_remote or None, spark_warehouse=folder.resolve(),
                           ingest=ingest, progress=progress)
     _OPEN[build_id] = eng
     return eng

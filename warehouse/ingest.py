@@ -66,6 +66,7 @@ import pyarrow as pa
 from sources.base import InTable, Parsed, ParseContext, SourceFormatError
 from sources.registry import SourceSpec, all_specs
 from warehouse import parts
+from warehouse.plain import plain_int
 
 log = logging.getLogger("thinktax.ingest")
 
@@ -108,6 +109,14 @@ class FileResult:
     rows_quarantined: int = 0
     message: str | None = None
     rows_skipped: int = 0  # records read and deliberately not kept (a cloud invoice's non-AI lines)
+
+    def __post_init__(self) -> None:
+        # Python ints whichever engine counted (the run's metadata takes no numpy integer: warehouse/plain.py)
+        for name in COUNTS:
+            setattr(self, name, plain_int(getattr(self, name), f"{self.file}: {name}"))
+
+
+COUNTS = ("rows_in", "rows_loaded", "rows_duplicate", "rows_quarantined", "rows_skipped")
 
 
 @dataclass

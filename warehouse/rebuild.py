@@ -14,6 +14,7 @@ import duckdb
 
 from warehouse import incremental
 from warehouse.incremental import Scope
+from warehouse.plain import plain_int
 from warehouse.transform import SqlTable, build, load_tables
 
 
@@ -23,6 +24,11 @@ class Rebuilt:
     rows: int
     mode: str  # 'full', 'incremental', 'view' or 'kept'
     days: int = 0
+
+    def __post_init__(self) -> None:
+        # every engine's counts as Python ints, whatever library counted (warehouse/plain.py)
+        object.__setattr__(self, "rows", plain_int(self.rows, f"{self.table}: rows"))
+        object.__setattr__(self, "days", plain_int(self.days, f"{self.table}: days"))
 
     def describe(self) -> str:
         return {"kept": "kept: nothing it reads changed", "view": "view",

@@ -53,6 +53,7 @@ from warehouse import comments, expectations, incremental, parts
 from warehouse.checks import SqlCheck, load_checks
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 from warehouse.engine import Engine, close_engine
+from warehouse.rebuild import Rebuilt
 from warehouse.transform import load_tables
 
 SETTINGS = dg.AssetKey(["ops", "settings"])
@@ -324,19 +325,13 @@ def _models(context, config, thinktax, build_, engine: Engine) -> Iterator:  # n
                 if not nothing:
                     yield from _model_checks(m.table, checks, con, failed, engine)
                 continue
-            # marts show their schema (with column docs) and a preview of their head in the UI
-            # (from the DuckDB build: on another engine the row count and the rebuild mode)
-            meta = (table_metadata(con, m.table, rows=done.rows) if m.schema == "marts" and engine.kind == "duckdb"
-                    else {"dagster/row_count": done.rows})
-            meta["engine"] = engine.kind
-            meta["rebuild"] = done.describe()
+            meta = built_metadata(con, m, done, engine.kind)
             daily = m.table in DAILY_TABLES
             if daily and touched:
                 # the days that late files touched were replaced too (whole table or those days): say so
                 for day in late:
-                    context.log_event(dg.AssetMaterialization(
-                        asset_key=key_of(m.table), partition=day,
-                        metadata={"reason": "day touched by a file ingested in this run", "dagster/row_count": done.rows}))
+                    context.log_event(dg.AssetMaterialization(asset_key=key_of(m.table), partition=day,
+                                                              metadata=late_day_metadata(done)))
                 meta |= {"days_touched_by_new_files": len(touched), "late_days_recorded": len(late)}
             yield dg.MaterializeResult(asset_key=key_of(m.table), metadata=meta)
             yield from _model_checks(m.table, checks, con, failed, engine)
@@ -371,6 +366,20 @@ def _models(context, config, thinktax, build_, engine: Engine) -> Iterator:  # n
         yield dg.MaterializeResult(asset_key=ALERTS, metadata=breakeven_alert(context, config, thinktax).metadata)
     if PUBLISHED in selected:
         yield dg.MaterializeResult(asset_key=PUBLISHED, metadata=_publish(build_, thinktax, engine))
+
+
+def built_metadata(con, m, done: Rebuilt, kind: str) -> dict[str, object]:  # noqa: ANN001
+    """The materialisation metadata of model ``m`` that engine ``kind`` built (``done``): marts show
+    their schema (with column docs) and a preview of their head in the UI (from the DuckDB build:
+    on another engine the row count and the rebuild mode)."""
+    meta = (table_metadata(con, m.table, rows=done.rows) if m.schema == "marts" and kind == "duckdb"
+            else {"dagster/row_count": done.rows})
+    return meta | {"engine": kind, "rebuild": done.describe()}
+
+
+def late_day_metadata(done: Rebuilt) -> dict[str, object]:
+    """The metadata of a day partition a late file touched, re-materialised with the table."""
+    return {"reason": "day touched by a file ingested in this run", "dagster/row_count": done.rows}
 
 
 def _rebuilds(con, e, scope, changed: set[str]) -> bool:  # noqa: ANN001

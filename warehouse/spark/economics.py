@@ -94,6 +94,7 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
             df = df.select(*cols)
         else:  # the model's column order (Spark puts partition keys last)
             df = df.select(*[f"`{c}`" for c in columns_in_model_order(spark, target.table(table))])
+        df = _wall_clock(df)
         _duck_drop(con, table)
         if remote:  # Spark Connect: the rows come back as Arrow (the server's files need not be this machine's)
             con.register("_spark_rows", to_arrow(df))
@@ -108,18 +109,33 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
     return out
 
 
+def _wall_clock(df):  # noqa: ANN001, ANN202
+    """Spark's TIMESTAMP columns (with the session's time zone, UTC) as TIMESTAMP_NTZ, the UTC wall
+    clock DuckDB's model tables hold as TIMESTAMP: over Arrow or Parquet a TIMESTAMP column arrives
+    in DuckDB as TIMESTAMP WITH TIME ZONE (seen through Spark Connect in issue 46:
+    marts.unpriced_usage's first_seen and last_seen in the published file)."""
+    fields = df.schema.fields
+    if not any(f.dataType.typeName() == "timestamp" for f in fields):
+        return df
+    return df.selectExpr(*[f"CAST(`{f.name}` AS TIMESTAMP_NTZ) AS `{f.name}`" if f.dataType.typeName() == "timestamp"
+                           else f"`{f.name}`" for f in fields])
+
+
 def _replay_window(spark, df):  # noqa: ANN001, ANN202
-    """core.calls of the PEAK_WINDOW_DAYS days ending its last day (the window busiest_hours reads)."""
-    from pyspark.sql import functions as F  # noqa: PLC0415
+    """core.calls of the PEAK_WINDOW_DAYS days ending its last day (the window busiest_hours reads).
+
+    SQL text, not ``pyspark.sql.functions``: on a Spark Connect session built by the Connect client's
+    own builder, ``F.max`` looks for a local SparkContext and fails (warehouse/spark/build.py
+    ``session``; issue 46 found this one through the Connect run in make test)."""
+    import datetime as dt  # noqa: PLC0415
 
     from warehouse.outlook import PEAK_WINDOW_DAYS  # noqa: PLC0415
 
-    last = df.agg(F.max("day")).collect()[0][0]
+    last = df.selectExpr("max(day) AS last").collect()[0]["last"]
     if last is None:
         return df.limit(0)
-    import datetime as dt  # noqa: PLC0415
-
-    return df.where(F.col("day").between(F.lit(last - dt.timedelta(days=PEAK_WINDOW_DAYS - 1)), F.lit(last)))
+    first = last - dt.timedelta(days=PEAK_WINDOW_DAYS - 1)
+    return df.where(f"day BETWEEN DATE '{first.isoformat()}' AND DATE '{last.isoformat()}'")
 
 
 def build_economics(con, models: Sequence, log_line: Callable[[str], None] = log.info) -> dict[str, int]:  # noqa: ANN001

@@ -46,6 +46,7 @@ from pathlib import Path
 from warehouse import incremental, parts
 from warehouse.checks import SqlCheck
 from warehouse.ingest import IngestSummary, Ingestor
+from warehouse.plain import checked
 from warehouse.rebuild import Rebuilt
 from warehouse.spark.render import to_spark
 from warehouse.sqltable import SqlTable
@@ -341,8 +342,8 @@ class SparkEngine:
 
     def check(self, con, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict]]:  # noqa: ANN001
         df = self.spark.sql(to_spark(check.sql, path=f"sql/checks/{check.name}.sql"))
-        bad = df.count()
-        return bad, [r.asDict() for r in df.limit(sample).collect()] if bad else []
+        bad = df.count()  # a numpy.int64 through Spark Connect: checked() makes it an int
+        return checked(check.name, bad, [r.asDict() for r in df.limit(sample).collect()] if bad else [])
 
     def to_control(self, con) -> list[str]:  # noqa: ANN001
         from warehouse.spark import economics  # noqa: PLC0415
