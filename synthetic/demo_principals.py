@@ -41,7 +41,9 @@ research,tag:app,research_agent
 
 def principal_columns() -> list[pl.Expr]:
     """The principals of a demo call, from its task id, team and task type (no random draw)."""
-    n = pl.col("task_id").str.slice(5).cast(pl.Int64)
+    # the task's number: the digits after "task-" (a re-run of a task, "task-123-rerun1" from the demo's
+    # spend spike, synthetic/demo.py add_anomalies, keeps the task's principals: the same job run again)
+    n = pl.col("task_id").str.extract(r"^task-(\d+)", 1).cast(pl.Int64)
     key = pl.when(pl.col("task_type").is_in(BULK_TASK_TYPES)).then(pl.lit("-batch")).otherwise(pl.lit("-prod"))
     return [
         (pl.lit("key-") + pl.col("team") + key).alias("user_api_key_alias"),
