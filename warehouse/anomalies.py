@@ -43,9 +43,13 @@ at most ``EPISODE_GAP_DAYS`` + 1 days apart (one normal day between two anomalou
 are one episode; ``episode_id`` = ``<metric>:<scope>=<scope_value>:<first day>``.
 
 Root cause: for an anomalous day of a series, every other scope of ``SCOPES`` splits it into child
-series (team x task type, ...; for ``all``: every scope) scored by the same method; the child with
-the largest positive ``impact_usd`` is ``root_cause`` (``'<scope>=<value>'``; ties: ``SCOPES`` order,
-then the value) and ``root_cause_share`` is its impact over the sum of the positive impacts of its
+series (team x task type, ...; for ``all``: every scope) scored by the same method. The values whose
+positive ``impact_usd`` is at least ``ROOT_CAUSE_NEAR`` (90%) of the largest are the candidates
+('unknown', a principal the calls did not report, never is); the most specific of them is
+``root_cause`` (``'<scope>=<value>'``): one holding part of the parent's calls that day before one
+holding them all (a cost center that is the team says nothing), then the fewest calls (the task type
+whose thinking jumped rather than the API key that carries it among others); ties: the larger impact,
+``SCOPES`` order, then the value. And ``root_cause_share`` is its impact over the sum of the positive impacts of its
 scope's children (0-1: how much of the rise that scope's values show is this one's).
 
 Feedback: ``catalog/anomaly_feedback.csv`` (``stg.anomaly_feedback``, the newest file in force),
@@ -70,6 +74,7 @@ BAND_MADS = 3.0            # band half-width in robust standard deviations
 MAD_TO_SD = 1.4826         # MAD x 1.4826 = the standard deviation of a normal sample
 EPISODE_GAP_DAYS = 1       # normal days bridged inside an episode
 MIN_HISTORY_POINTS = 2     # values of the day type the window must hold
+ROOT_CAUSE_NEAR = 0.9      # root cause: the most specific value whose excess is at least this share of the largest
 FEEDBACK_LABELS = ("planned", "not_anomaly")
 # [anomaly] in thinktax.toml (services.config.Anomaly, which has the same defaults): read from ops.settings,
 # these where a build file's settings predate issue 42
@@ -156,13 +161,25 @@ parent AS (
     FROM scored
     WHERE child_scope = '' AND day - first_day >= {int(min_history_days)}
 ),
-causes AS (
-    SELECT c.metric, c.scope, c.scope_value, c.day, c.child_scope || '=' || c.child_value AS root_cause,
-           c.impact / sum(c.impact) OVER (PARTITION BY c.metric, c.scope, c.scope_value, c.day, c.child_scope) AS share
+candidates AS (
+    -- a child value not reported ('unknown': no key, no user on those calls) names nothing: never a cause
+    SELECT c.metric, c.scope, c.scope_value, c.day, c.child_scope, c.child_value, c.impact, c.n_calls,
+           c.n_calls >= p.n_calls AS holds_all,
+           c.impact / sum(c.impact) OVER (PARTITION BY c.metric, c.scope, c.scope_value, c.day, c.child_scope) AS share,
+           max(c.impact) OVER (PARTITION BY c.metric, c.scope, c.scope_value, c.day) AS top_impact
     FROM scored c JOIN parent p USING (metric, scope, scope_value, day)
-    WHERE c.child_scope <> '' AND p.is_anomaly AND c.impact > 0
-    QUALIFY row_number() OVER (PARTITION BY c.metric, c.scope, c.scope_value, c.day
-                               ORDER BY c.impact DESC, CASE c.child_scope {rank} END, c.child_value) = 1
+    WHERE c.child_scope <> '' AND p.is_anomaly AND c.impact > 0 AND c.child_value <> 'unknown'
+),
+causes AS (
+    -- of the values whose excess is at least {ROOT_CAUSE_NEAR:.0%} of the largest, the most specific: one that
+    -- holds only part of the parent's calls before one that holds them all (a cost center that is the
+    -- team says nothing), then the fewest calls (the task type whose thinking jumped, not the API key
+    -- that carries it among others)
+    SELECT metric, scope, scope_value, day, child_scope || '=' || child_value AS root_cause, share
+    FROM candidates
+    WHERE impact >= {ROOT_CAUSE_NEAR} * top_impact
+    QUALIFY row_number() OVER (PARTITION BY metric, scope, scope_value, day
+                               ORDER BY holds_all, n_calls, impact DESC, CASE child_scope {rank} END, child_value) = 1
 ),
 flagged AS (
     SELECT metric, scope, scope_value, day,

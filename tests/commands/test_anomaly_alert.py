@@ -142,8 +142,10 @@ def test_alert_scopes_choose_the_series(tmp_path: Path):
 
 def test_report_section_names_the_episode_and_draws_its_band(tmp_path: Path):
     """The report's anomalies section: the spike's episodes ($400.40 each, shown as $400: cost and calls of
-    team search, model api-model and task type qa), team first and spend before calls, with the root
-    cause; a band chart for each of the top two, each with its one anomalous day as a red dot."""
+    team search, model api-model, task type qa, cost center search (the team's: no catalog/cost_centers.csv)
+    and the unreported key and user, 12 in all, of which the table shows the top 10), team first and
+    spend before calls, with the root cause; a band chart for each of the top two, each with its one
+    anomalous day as a red dot."""
     from services import report
 
     landing = write_files(tmp_path / "landing", PRICES | {"telemetry/requests/night1.jsonl": calls(days(0, 34, (34,)))})
@@ -153,7 +155,7 @@ def test_report_section_names_the_episode_and_draws_its_band(tmp_path: Path):
     charts = html.split("<table")[0]
     assert charts.index("API spend of team search") < charts.index("calls of team search")
     table = html.split("<table")[1]
-    assert table.count("<tr>") - 1 == 6 and table.count(">$400<") == 6 and "model=api-model (100%)" in table
+    assert table.count("<tr>") - 1 == 10 and table.count(">$400<") == 10 and "model=api-model (100%)" in table
     assert charts.count("<circle") == 2  # two charts, one anomalous day each
     con.close()
 
