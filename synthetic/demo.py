@@ -450,7 +450,7 @@ def write_landing(landing: Path, spec: DemoSpec = DemoSpec()) -> dict[str, int]:
         '{"ts":"2026-08-08T23:59:02Z","request_id":"req-bad-2","model":"o3","provider":"openai","usage":{"prompt_tok\n'
     )
     # issue 41: catalog/cost_centers.csv and nested agent traces (synthetic/demo_principals.py)
-    demo_principals.write(landing, spec.start + dt.timedelta(days=spec.days - 1), spec.seed)
+    demo_principals.write(landing, spec.start + dt.timedelta(days=spec.days - 1), spec.seed, spec.days)
     n_cloud = 0 if cloud_calls is None else cloud_calls.height
     tasks = calls["task_id"].n_unique() + (0 if cloud_calls is None else cloud_calls["task_id"].n_unique())
     return {"calls": calls.height + n_cloud, "tasks": tasks, "days": spec.days, "request_files": files + 1}

@@ -68,12 +68,14 @@ def _span(trace: str, sid: str, parent: str, name: str, start_ns: int, end_ns: i
             "attributes": [_kv(k, v) for k, v in attrs.items()], "status": {}}
 
 
-def agent_traces(last_day: dt.date, seed: int) -> dict[str, str]:
-    """{file name: OTLP/JSON lines} of the agent runs, one file a day (their own random stream)."""
+def agent_traces(last_day: dt.date, seed: int, days: int = AGENT_DAYS) -> dict[str, str]:
+    """{file name: OTLP/JSON lines} of the agent runs, one file a day of the last ``days`` (at most
+    AGENT_DAYS: a shorter demo gets traces on its own days only), on their own random stream."""
     rng = np.random.default_rng(seed + 41)
     files = {}
-    for d in range(AGENT_DAYS):
-        day = last_day - dt.timedelta(days=AGENT_DAYS - 1 - d)
+    days = min(days, AGENT_DAYS)
+    for d in range(days):
+        day = last_day - dt.timedelta(days=days - 1 - d)
         lines = []
         for r in range(RUNS_PER_DAY):
             trace = f"{rng.integers(1 << 63):016x}{rng.integers(1 << 63):016x}"
@@ -130,12 +132,13 @@ def agent_traces(last_day: dt.date, seed: int) -> dict[str, str]:
     return files
 
 
-def write(landing: Path, last_day: dt.date, seed: int) -> int:
-    """catalog/cost_centers.csv and the agent traces; returns the number of trace files."""
+def write(landing: Path, last_day: dt.date, seed: int, days: int = AGENT_DAYS) -> int:
+    """catalog/cost_centers.csv and the agent traces on the last ``days`` days (never before the
+    demo's first: ``days`` is the demo's length); returns the number of trace files."""
     (landing / "catalog" / "cost_centers.csv").write_text(COST_CENTERS)
     otel = landing / "telemetry" / "otel"
     otel.mkdir(parents=True, exist_ok=True)
-    traces = agent_traces(last_day, seed)
+    traces = agent_traces(last_day, seed, days)
     for name, text in traces.items():
         (otel / name).write_text(text)
     return len(traces)
