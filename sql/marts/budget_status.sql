@@ -81,7 +81,12 @@ final AS (
            core.usd6(budget_usd * CAST(soft_pct AS DECIMAL(18,6)) / 100) AS soft_usd,
            core.usd6(spent_usd) AS spent_usd,
            days_elapsed, days_remaining,
-           core.usd6(burn_usd_per_day) AS burn_usd_per_day,
+           -- spent / days rounded half up to the micro-dollar in exact integer arithmetic: DuckDB divides
+           -- a DECIMAL through DOUBLE (151.506159 / 6 = 25.2510265 came out 25.251026 on DuckDB and
+           -- 25.251027 on Spark's exact DECIMAL; as marts.task_cost_breakdown's cost_per_task_usd)
+           CASE WHEN days_elapsed > 0 THEN core.usd6(CAST((CAST(spent_usd * 1000000 AS HUGEINT) * 2 + days_elapsed)
+                                                    // (2 * CAST(days_elapsed AS HUGEINT)) AS DECIMAL(38,0))
+                                               * CAST(0.000001 AS DECIMAL(38,6))) END AS burn_usd_per_day,
            core.usd6(projected_usd) AS projected_month_end_usd,
            core.usd6(greatest(CAST(projected_usd AS DOUBLE) - half_width_usd, CAST(spent_usd AS DOUBLE))) AS projected_month_end_lo95_usd,
            core.usd6(CAST(projected_usd AS DOUBLE) + half_width_usd) AS projected_month_end_hi95_usd,

@@ -109,7 +109,14 @@ def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[t
         spark = local_session(where)
         attach(spark, where, warehouse)
     df = spark.sql(render_for_spark(spark, args.query))
-    return df.columns, [tuple(_spark_value(v) for v in r) for r in df.collect()]
+    # a DECIMAL(38,0) column is DuckDB's HUGEINT (a sum of BIGINTs; warehouse/spark/render.py, and the
+    # Parquet copies of the shared layout, warehouse/spark/shared.py): the integer it is, as DuckDB gives it
+    from pyspark.sql.types import DecimalType  # noqa: PLC0415
+
+    wide = {i for i, f in enumerate(df.schema.fields)
+            if isinstance(f.dataType, DecimalType) and (f.dataType.precision, f.dataType.scale) == (38, 0)}
+    return df.columns, [tuple(int(v) if i in wide and v is not None else _spark_value(v) for i, v in enumerate(r))
+                        for r in df.collect()]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -197,7 +197,7 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
         want = sql_json(capsys, ["sql", "--warehouse", str(ref), "--format", "json", query])
         got = sql_json(capsys, [*spark_sql, query])
         if canon(got) != canon(want):
-            differ[table] = (len(got), len(want), (sorted(set(canon(got)) ^ set(canon(want))) or [""])[0][:300])
+            differ[table] = (len(got), len(want), (sorted(set(canon(got)) ^ set(canon(want))) or [""])[0][:600])
     assert not differ, differ
 
     # the published DuckDB build has the view models too: marts.cost_per_task (the old-named view of
