@@ -168,6 +168,7 @@ class Build:
             parts.sync(con, self.build_id)
             con.execute("CHECKPOINT")
         compact(self.path)
+        ensure_closed(self.path)
         fd = os.open(self.path, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -184,6 +185,32 @@ class Build:
     def abandon(self) -> None:
         self.path.unlink(missing_ok=True)
         self.path.with_name(self.path.name + ".wal").unlink(missing_ok=True)
+
+
+class StillOpen(RuntimeError):
+    """A connection of this process still has the build file open read-write at publish time."""
+
+
+def ensure_closed(path: Path) -> None:
+    """Raise :class:`StillOpen` if a connection of this process still has ``path`` open read-write.
+
+    After the rename that connection's database would be the published file: a checkpoint it makes
+    later (when it is closed or garbage-collected) would write into the file readers have open,
+    under no lock (closing the fd that ``publish`` fsyncs drops this process's locks on the file).
+    DuckDB refuses a read-only connection to a file an instance of this process holds read-write,
+    which is the probe; a connection that is merely garbage is collected first.
+    """
+    for attempt in (0, 1):
+        try:
+            duckdb.connect(str(path), read_only=True).close()
+            return
+        except duckdb.ConnectionException as exc:
+            if attempt:
+                raise StillOpen(f"{path} is still open read-write in this process ({exc}); close every "
+                                "connection to the build before publishing it") from exc
+            import gc  # noqa: PLC0415 - only on this rare path
+
+            gc.collect()
 
 
 # A build file whose free blocks (rows deleted or dropped in it: stg.requests' pending rows, a table

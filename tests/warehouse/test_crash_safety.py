@@ -203,3 +203,35 @@ def test_a_real_run_killed_during_ingest_publishes_nothing_and_the_next_run_inge
     assert [f[1:] for f in got["files"]] == [f[1:] for f in want["files"]]
     assert task_calls == [(7,)]
     assert not list(wh.parent.glob(f"{wh.name}.build-*"))
+
+
+def test_publish_refuses_a_build_still_open_in_this_process_and_leaves_the_published_file(tmp_path):
+    """A connection left open on the build would, after the rename, checkpoint into the file readers
+    hold (issue: a reader of the published file saw 'No more data remaining in MetadataReader' once
+    in CI). Publishing refuses while one is open, naming the file, and publishes once it is dropped."""
+    from warehouse.db import StillOpen
+
+    wh = tmp_path / "thinktax.duckdb"
+    first = Build(wh, "one")
+    first.start(Config().settings_row())
+    first.publish(files_new=0, landing="x")
+    before = hashlib.sha256(wh.read_bytes()).hexdigest()
+
+    second = Build(wh, "two")
+    second.start(Config().settings_row())
+    forgotten = second.connect()  # never closed
+    forgotten.execute("CREATE TABLE ops.left_open AS SELECT 1 AS x")
+    with pytest.raises(StillOpen, match=r"thinktax\.duckdb\.build-two"):
+        second.publish(files_new=0, landing="x")
+    assert hashlib.sha256(wh.read_bytes()).hexdigest() == before  # the published file untouched
+    forgotten.close()
+
+    third = Build(wh, "three")
+    third.start(Config().settings_row())
+    con = third.connect()
+    con.execute("CREATE TABLE ops.garbage AS SELECT 1 AS x")
+    del con  # dropped without close(): its database goes with it, so the build publishes
+    third.publish(files_new=0, landing="x")
+    with duckdb.connect(str(wh), read_only=True) as ro:
+        assert ro.execute("SELECT build_id FROM ops.settings").fetchall() == [("three",)]
+        assert ro.execute("SELECT count(*) FROM ops.garbage").fetchall() == [(1,)]
