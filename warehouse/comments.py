@@ -871,10 +871,13 @@ COLUMNS.update({
         "usage_cost_usd": _d("The calls' cost_usd (API at list price, self-hosted at their share of paid node-hours)", USD),
         "thinking_cost_usd": _d("The thinking tokens' part of usage_cost_usd", USD),
         "cache_savings_usd": _d("What prompt caching saved the calls, net of cache writes' premium (can be negative)", USD),
-        "shared_cost_usd": _d("The cost center's share of the month's shared costs (idle node-days, commitment fees, "
-                              "unexplained invoice lines) by [chargeback] shared, largest remainder; 0 on principal rows", USD),
-        "total_cost_usd": _d("usage_cost_usd + shared_cost_usd; per month the '*' rows add up to the month's spend", USD),
+        "shared_cost_usd": _d("The cost center's share of the month's shared costs (idle node-days, unconsumed commitment "
+                              "fees, unexplained invoice lines) by [chargeback] shared, largest remainder; 0 on principal rows", USD),
+        "total_cost_usd": _d("usage_cost_usd + commitment_cost_usd + shared_cost_usd; per month the '*' rows add up to "
+                             "the month's spend", USD),
         "list_cost_usd": _d("The calls on demand at list price (a provisioned call at its on-demand rates)", USD),
+        "commitment_cost_usd": _d("The consumed part of invoiced commitments (least of paid and its provisioned calls "
+                                  "on demand) charged by those calls' on-demand cost, largest remainder; 0 on principal rows", USD),
     },
     "marts.agent_runs": {
         "trace_id": _d("OpenTelemetry trace id (lower-case hex)", LABEL),
