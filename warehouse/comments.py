@@ -892,6 +892,7 @@ COLUMNS.update({
         "thinking_cost_usd": _d("The thinking tokens' part of total_cost_usd", USD),
         "started_at": _d("The span's start", TS),
         "duration_s": _d("The span's end minus its start", "seconds"),
+        "day": _d("The trace's UTC day: of its first model call, else of its first agent span start (the incremental key)", DAY),
     },
     "marts.run_costs": {
         "trace_id": _d("Trace id of the calls", LABEL),
@@ -901,6 +902,7 @@ COLUMNS.update({
         "cost_usd": _d("Their cost", USD),
         "thinking_cost_usd": _d("The thinking tokens' part of cost_usd", USD),
         "started_at": _d("Earliest agent span start, else first call", TS),
+        "day": _d("UTC day of the run's first call (the incremental key)", DAY),
     },
     "marts.session_costs": {
         "session_id": _d("The conversation (gen_ai.conversation.id, LiteLLM session_id, metadata.session_id)", LABEL),
@@ -909,6 +911,7 @@ COLUMNS.update({
         "cost_usd": _d("Their cost", USD),
         "first_at": _d("Its first call", TS),
         "last_at": _d("Its last call", TS),
+        "day": _d("UTC day of the session's first call (the incremental key)", DAY),
     },
 })
 COLUMNS["ops.ingested_files"]["rows_skipped"] = _d(

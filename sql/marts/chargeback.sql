@@ -28,7 +28,9 @@
 -- unexplained invoice lines. A month with shared costs and no usage weight (no calls, or all at 0)
 -- spreads them evenly; a month with no calls at all puts them on 'unallocated'.
 -- total_cost_usd = usage_cost_usd + commitment_cost_usd + shared_cost_usd.
--- @kind: full
+-- Every figure is month-local, so an incremental build rewrites the months of its days, each whole
+-- (every input read for those months only).
+-- @kind: incremental_by_month
 -- @grain: month x cost_center x principal_kind x principal_value
 WITH settings AS (
     SELECT chargeback_shared AS rule FROM ops.settings
@@ -41,6 +43,7 @@ by_principal AS (
            sum(cost_usd) AS usage_cost_usd, sum(thinking_cost_usd) AS thinking_cost_usd,
            sum(cache_savings_usd) AS cache_savings_usd, sum(coalesce(on_demand_cost_usd, cost_usd)) AS list_cost_usd
     FROM core.call_costs
+    WHERE core.in_build_months(CAST(date_trunc('month', day) AS DATE))
     GROUP BY ALL
 ),
 kinds AS (
@@ -72,7 +75,7 @@ invoiced AS (
     SELECT provider, model, month, CAST(round(paid_usd * 1000000) AS BIGINT) AS paid_micro,
            CAST(round(greatest(least(paid_usd, used_on_demand_usd), 0) * 1000000) AS BIGINT) AS consumed_micro
     FROM marts.commitments
-    WHERE source = 'invoice'
+    WHERE source = 'invoice' AND core.in_build_months(month)
 ),
 provisioned AS (
     -- the provisioned calls by cost center, keyed as marts.commitments reads them
@@ -81,6 +84,7 @@ provisioned AS (
            CAST(round(sum(on_demand_cost_usd) * 1000000) AS BIGINT) AS w
     FROM core.call_costs
     WHERE serving = 'api' AND billing = 'provisioned' AND on_demand_cost_usd IS NOT NULL
+      AND core.in_build_months(CAST(date_trunc('month', day) AS DATE))
     GROUP BY ALL
 ),
 consumers AS (
@@ -117,7 +121,7 @@ shared_parts AS (
     -- each part in integer micro-dollars
     SELECT CAST(date_trunc('month', day) AS DATE) AS month, CAST(sum(allocated_micro_usd) AS BIGINT) AS micro
     FROM core.self_hosted_allocation
-    WHERE pool = 'idle'
+    WHERE pool = 'idle' AND core.in_build_months(CAST(date_trunc('month', day) AS DATE))
     GROUP BY 1
     UNION ALL
     SELECT month, CAST(sum(paid_micro) AS BIGINT) FROM invoiced GROUP BY month
@@ -126,6 +130,7 @@ shared_parts AS (
     UNION ALL
     SELECT CAST(date_trunc('month', day) AS DATE), CAST(round(sum(amount_usd) * 1000000) AS BIGINT)
     FROM marts.unattributed_invoice_lines
+    WHERE core.in_build_months(CAST(date_trunc('month', day) AS DATE))
     GROUP BY 1
 ),
 shared AS (
