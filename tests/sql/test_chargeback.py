@@ -136,3 +136,9 @@ def test_the_consumed_commitment_is_charged_to_the_calls_that_consumed_it(tmp_pa
     assert sum(t[4] for t in got.values()) == D("148.525")
     # principal rows carry no commitment
     assert con.execute("SELECT DISTINCT commitment_cost_usd FROM marts.chargeback WHERE principal_kind <> '*'").fetchall() == [(D("0"),)]
+    # the report's chargeback table has the commitments column with search's 49.866667
+    from services.report import build_html, usd  # noqa: PLC0415
+
+    html = build_html(con)
+    section = html[html.index("Chargeback: who spent it"):html.index("Most expensive agent runs")]
+    assert "<th>commitments</th>" in section and f">{usd(D('49.866667'))}<" in section
