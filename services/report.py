@@ -885,13 +885,15 @@ def _chargeback(con) -> str:
         return '<p class="note">No calls yet.</p>'
     centers = _rows(con, "SELECT * FROM marts.chargeback WHERE month = ? AND principal_kind = '*' "
                          "ORDER BY total_cost_usd DESC, cost_center LIMIT 15", [month])
-    parts = [f'<p class="note">{esc(month.strftime("%B %Y"))}: each cost center\'s calls, its share of the '
-             "shared costs (idle node-days, commitment fees, invoice lines no call explains; [chargeback] shared) "
+    parts = [f'<p class="note">{esc(month.strftime("%B %Y"))}: each cost center\'s calls, the part of the '
+             "invoiced commitments its provisioned calls consumed, its share of the shared costs (idle node-days, "
+             "unconsumed commitment fees, invoice lines no call explains; [chargeback] shared) "
              "and what prompt caching saved it.</p>",
-             _table(["cost center", "calls", "usage", "thinking", "shared", "total", "cache savings"],
+             _table(["cost center", "calls", "usage", "thinking", "commitments", "shared", "total", "cache savings"],
                     [[r["cost_center"], count(r["calls"]), usd(r["usage_cost_usd"]), usd(r["thinking_cost_usd"]),
-                      usd(r["shared_cost_usd"]), usd(r["total_cost_usd"]), usd(r["cache_savings_usd"])] for r in centers],
-                    {1, 2, 3, 4, 5, 6})]
+                      usd(r.get("commitment_cost_usd") or 0), usd(r["shared_cost_usd"]), usd(r["total_cost_usd"]),
+                      usd(r["cache_savings_usd"])] for r in centers],
+                    {1, 2, 3, 4, 5, 6, 7})]
     for kind, label in (("api_key", "API key"), ("user", "user")):
         rows = _rows(con, "SELECT principal_value, cost_center, calls, usage_cost_usd FROM marts.chargeback "
                           "WHERE month = ? AND principal_kind = ? AND principal_value IS NOT NULL "

@@ -871,10 +871,13 @@ COLUMNS.update({
         "usage_cost_usd": _d("The calls' cost_usd (API at list price, self-hosted at their share of paid node-hours)", USD),
         "thinking_cost_usd": _d("The thinking tokens' part of usage_cost_usd", USD),
         "cache_savings_usd": _d("What prompt caching saved the calls, net of cache writes' premium (can be negative)", USD),
-        "shared_cost_usd": _d("The cost center's share of the month's shared costs (idle node-days, commitment fees, "
-                              "unexplained invoice lines) by [chargeback] shared, largest remainder; 0 on principal rows", USD),
-        "total_cost_usd": _d("usage_cost_usd + shared_cost_usd; per month the '*' rows add up to the month's spend", USD),
+        "shared_cost_usd": _d("The cost center's share of the month's shared costs (idle node-days, unconsumed commitment "
+                              "fees, unexplained invoice lines) by [chargeback] shared, largest remainder; 0 on principal rows", USD),
+        "total_cost_usd": _d("usage_cost_usd + commitment_cost_usd + shared_cost_usd; per month the '*' rows add up to "
+                             "the month's spend", USD),
         "list_cost_usd": _d("The calls on demand at list price (a provisioned call at its on-demand rates)", USD),
+        "commitment_cost_usd": _d("The consumed part of invoiced commitments (least of paid and its provisioned calls "
+                                  "on demand) charged by those calls' on-demand cost, largest remainder; 0 on principal rows", USD),
     },
     "marts.agent_runs": {
         "trace_id": _d("OpenTelemetry trace id (lower-case hex)", LABEL),
@@ -889,6 +892,7 @@ COLUMNS.update({
         "thinking_cost_usd": _d("The thinking tokens' part of total_cost_usd", USD),
         "started_at": _d("The span's start", TS),
         "duration_s": _d("The span's end minus its start", "seconds"),
+        "day": _d("The trace's UTC day: of its first model call, else of its first agent span start (the incremental key)", DAY),
     },
     "marts.run_costs": {
         "trace_id": _d("Trace id of the calls", LABEL),
@@ -898,6 +902,7 @@ COLUMNS.update({
         "cost_usd": _d("Their cost", USD),
         "thinking_cost_usd": _d("The thinking tokens' part of cost_usd", USD),
         "started_at": _d("Earliest agent span start, else first call", TS),
+        "day": _d("UTC day of the run's first call (the incremental key)", DAY),
     },
     "marts.session_costs": {
         "session_id": _d("The conversation (gen_ai.conversation.id, LiteLLM session_id, metadata.session_id)", LABEL),
@@ -906,6 +911,7 @@ COLUMNS.update({
         "cost_usd": _d("Their cost", USD),
         "first_at": _d("Its first call", TS),
         "last_at": _d("Its last call", TS),
+        "day": _d("UTC day of the session's first call (the incremental key)", DAY),
     },
 })
 COLUMNS["ops.ingested_files"]["rows_skipped"] = _d(

@@ -32,7 +32,10 @@ them are rebuilt whole, and which days the others replace:
   that has a call on one of these days has a call (repeated until nothing is added). With that
   closure a task never straddles the edge of the rebuilt days, so task-level rows
   (``marts.task_costs``, the team/task type a call inherits from its task) come out as in a
-  full rebuild. Only models downstream of the changed day-bound tables replace them.
+  full rebuild. The same closure runs over traces and sessions (issue 41: ``marts.agent_runs``,
+  ``marts.run_costs``, ``marts.session_costs``, keyed by the day of their first call or span), a
+  trace's invoke_agent spans counting as its calls; the days the new files' spans start on are
+  among the run's days. Only models downstream of the changed day-bound tables replace them.
 * a run with no new rows and no requested days rebuilds nothing.
 
 SQL tables name the days through three macros, replaced by literals when a model is built
@@ -328,21 +331,52 @@ def _days_from(con: duckdb.DuckDBPyConnection, since: dt.date) -> set[dt.date]:
     return {start + dt.timedelta(days=k) for k in range((last - start).days + 1)}
 
 
-def _closed_days(con: duckdb.DuckDBPyConnection, days: set[dt.date]) -> set[dt.date]:
-    """Add every day on which a task with a call on one of ``days`` has a call, until stable."""
+def closure_keys() -> tuple[str, ...]:
+    """The keys the plan's days are closed over: every ``@closure`` of the SQL tables (task_id;
+    trace_id and session_id since issue 41's agent runs, traces and sessions)."""
+    return tuple(sorted({m.closure for m in sqltable.load_tables() if m.closure}))
+
+
+def _closed_days(con: duckdb.DuckDBPyConnection, days: set[dt.date], keys: tuple[str, ...] | None = None) -> set[dt.date]:
+    """Add every day on which a task (trace, session: ``keys``, default ``closure_keys()``) with a call
+    on one of ``days`` has a call, until stable. A trace's invoke_agent spans (stg.agent_spans) count
+    as its calls do: the days they start on join the trace's days, and a trace with a span starting
+    on one of ``days`` brings its calls' days."""
+    keys = closure_keys() if keys is None else keys
+    present = set(_columns(con, "stg.requests"))
+    keys = tuple(k for k in keys if k in present)  # a staging table from before the key (a bare test table)
+    if not keys:
+        return days
+    spans = "trace_id" in keys and has_table(con, "stg.agent_spans")
     for _ in range(_MAX_CLOSURE_PASSES):
         if not days:
             return days
         ds = sorted(days)
-        rows = con.execute(
-            f"""SELECT DISTINCT CAST(ts AS DATE) FROM stg.requests
-                WHERE task_id IN (SELECT task_id FROM stg.requests WHERE {_in('CAST(ts AS DATE)', ds)})"""
-        ).fetchall()
-        more = {r[0] for r in rows} - days
+        on_days = _in("CAST(ts AS DATE)", ds)
+        ids = {k: f"SELECT {k} FROM stg.requests WHERE {on_days}" for k in keys}
+        if spans:
+            ids["trace_id"] += f" UNION SELECT trace_id FROM stg.agent_spans WHERE {_in('CAST(started_at AS DATE)', ds)}"
+        sql = "SELECT DISTINCT CAST(ts AS DATE) FROM stg.requests WHERE " + " OR ".join(f"{k} IN ({q})" for k, q in ids.items())
+        if spans:
+            sql += (" UNION SELECT DISTINCT CAST(started_at AS DATE) FROM stg.agent_spans"
+                    f" WHERE started_at IS NOT NULL AND trace_id IN ({ids['trace_id']})")
+        more = {r[0] for r in con.execute(sql).fetchall()} - days
         if not more:
             return days
         days |= more
     return days
+
+
+def _new_span_days(con: duckdb.DuckDBPyConnection, build_id: str) -> set[dt.date]:
+    """The days the invoke_agent spans of this build's new files start on (a side table of
+    stg.requests, so not among ops.ingested_days: a trace without a model call has only these)."""
+    if not has_table(con, "stg.agent_spans"):
+        return set()
+    rows = con.execute(
+        "SELECT DISTINCT CAST(started_at AS DATE) FROM stg.agent_spans WHERE started_at IS NOT NULL AND file_id IN ("
+        "SELECT file_id FROM ops.ingested_files WHERE ingested_at >= (SELECT started_at FROM ops.runs WHERE build_id = ?))",
+        [build_id]).fetchall()
+    return {r[0] for r in rows}
 
 
 def _gap_days(con: duckdb.DuckDBPyConnection) -> set[dt.date]:
@@ -389,6 +423,8 @@ def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: li
         tables |= whole | downstream(models, daily)
         if daily:
             days |= set(run_days(con, build_id))
+            if "stg.requests" in daily and build_id is not None:
+                days |= _new_span_days(con, build_id)
         for sheet, versions in PRICE_VERSIONS.items():
             if sheet in changed and versions in by_table and versions not in stale:
                 since = price_change_from(con, by_table[versions])
@@ -402,8 +438,9 @@ def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: li
             tables |= downstream(models, set(DAY_SOURCES))
         if tables:
             days |= _gap_days(con)
-            if any(m.closure == "task_id" for m in models):
-                days = _closed_days(con, days)
+            keys = tuple(sorted({m.closure for m in models if m.closure}))
+            if keys:
+                days = _closed_days(con, days, keys)
     scope = Scope(full=bool(reason), reason=reason or "incremental", days=tuple(sorted(days)),
                   halo_days=_halo(con) if not reason else 1, full_tables=frozenset(stale),
                   tables=None if reason else frozenset(tables), price_from=price_from)

@@ -16,7 +16,8 @@ comment block at the top of the file::
   months, keyed by the column ``day`` / ``month``), ``view`` (nothing stored).
 * ``@grain`` (required): what one row is. It may continue on the following comment lines.
 * ``@closure`` (incremental kinds): ``task_id`` when a row depends on every call of its task, so
-  the plan's days must be closed over tasks (warehouse/incremental.py).
+  the plan's days must be closed over tasks (warehouse/incremental.py); ``trace_id`` /
+  ``session_id`` likewise for a trace's (and its agent spans') or a session's calls.
 * ``@halo`` (``incremental_by_day`` only, default false): rows depend on neighbouring days; the
   planned days +- the halo are replaced.
 * ``@key`` (incremental kinds, default ``day`` / ``month``): the column the days are matched on.
@@ -48,7 +49,7 @@ SCHEMAS = ("core", "marts")
 # the schemas a model can read from; any other qualified name is not a warehouse table
 READABLE = ("stg", "core", "marts", "ops")
 KINDS = ("full", "incremental_by_day", "incremental_by_month", "view")
-CLOSURES = ("task_id",)
+CLOSURES = ("task_id", "trace_id", "session_id")
 _KEYS = ("kind", "grain", "closure", "halo", "key", "storage")
 STORAGES = ("table", "parquet")
 _HEADER_LINE = re.compile(r"^--\s*@([A-Za-z_]+)\s*:\s*(.*)$")

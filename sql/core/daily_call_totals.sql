@@ -13,10 +13,12 @@
 -- on_demand_cost_usd: the exact sum of core.call_costs.on_demand_cost_usd (API calls at the per-token
 -- price of their basis, provisioned ones at what they would have cost on demand; NULL for
 -- self-hosted calls), so that marts.commitments reads this table, not every call of its months.
+-- cost_center (issue 41): core.call_costs.cost_center, so that `thinktax export focus` (1.3) can
+-- write the API usage rows per cost center (x_CostCenter) from this table.
 -- @kind: incremental_by_day
--- @grain: day x team x tier x serving x provider x model x price_version_id x price_basis x priced
+-- @grain: day x team x cost_center x tier x serving x provider x model x price_version_id x price_basis x priced
 WITH calls AS (
-    SELECT day, team, tier, serving, provider, model, price_version_id, price_basis,
+    SELECT day, team, cost_center, tier, serving, provider, model, price_version_id, price_basis,
            cost_usd IS NOT NULL AS priced, total_tokens, cost_usd, on_demand_cost_usd,
            uncached_input_tokens, cached_input_tokens, cache_write_tokens - coalesce(cache_write_1h_tokens, 0) AS cache_write_5m_tokens,
            coalesce(cache_write_1h_tokens, 0) AS cache_write_1h_tokens, thinking_tokens, output_tokens,
@@ -34,7 +36,7 @@ WITH calls AS (
     WHERE core.in_build_days(day)
 ),
 final AS (
-    SELECT day, team, tier, serving, provider, model, price_version_id, price_basis, priced,
+    SELECT day, team, cost_center, tier, serving, provider, model, price_version_id, price_basis, priced,
            count(*) AS calls,
            sum(total_tokens) AS total_tokens,
            sum(cost_usd) AS cost_usd,

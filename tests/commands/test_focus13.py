@@ -79,7 +79,7 @@ def test_spec_13_adds_the_13_columns_and_splits_the_node_day_over_teams(mini_con
     june = written[0][0]
     cols = duckdb.sql(f"SELECT * FROM '{june}'").columns
     old = duckdb.sql("SELECT * EXCLUDE (build_id) FROM marts.focus_costs LIMIT 0", connection=mini_con).columns
-    assert cols == [*old, *NEW_13, "x_BuildId"]
+    assert cols == [*old, *NEW_13, "x_CostCenter", "x_BuildId"]
     # the provider columns: every row has both, equal to ProviderName (no reseller in thinktax's data)
     assert duckdb.sql(f"SELECT count(*) FROM '{june}' WHERE ServiceProviderName IS NULL OR HostProviderName IS NULL "
                       "OR ServiceProviderName <> ProviderName OR HostProviderName <> ServiceProviderName").fetchall()[0][0] == 0
@@ -182,3 +182,51 @@ def test_allocated_rows_of_the_demo_add_up_to_their_origin(tmp_path):
     for key, acc in sums.items():
         assert tuple(acc[:6]) == origins[key][:6], key
         assert acc[6] == 1, key
+
+
+def test_api_usage_rows_carry_their_cost_center_split_by_largest_remainder(tmp_path):
+    """x_CostCenter (issue 41; a FOCUS custom column: the Allocated* columns must be null on a charge
+    that no split cost allocation made). Two o3 calls on 2026-06-10 at $2.50 input / $0.625 cached /
+    $12 output per 1M tokens: q-alpha (team alpha) 1,001 prompt tokens of which 1 cached, 1 output;
+    q-beta (team beta, cost center 'research' by catalog/cost_centers.csv) 2,002 prompt of which 2
+    cached, 1 output. The day's rows, split per cost center:
+
+    * input 3,000 tokens $0.0075: alpha 1,000 x 2.5e-6 = $0.0025, research 2,000 -> $0.005 (exact);
+    * cached-input 3 tokens at 0.625 micro-dollars = 1.875 micro, the row $0.000002 = 2 micro:
+      alpha 2 x 0.625 / 1.875 = 0.667 -> 0 (remainder .667), research 2 x 1.25 / 1.875 = 1.333 -> 1
+      (remainder .333); the 1 micro left goes to the larger remainder, alpha: 1 micro each;
+    * output 2 tokens $0.000024: 1 token, $0.000012 each.
+    """
+    from tests.conftest import write_files
+    from tests.sources.test_otel import PRICES
+
+    def call(rid, team, prompt, cached):
+        return json.dumps({"ts": "2026-06-10T12:00:00Z", "request_id": rid, "provider": "openai", "model": "o3", "team": team,
+                           "usage": {"prompt_tokens": prompt, "completion_tokens": 1,
+                                     "prompt_tokens_details": {"cached_tokens": cached}}})
+
+    landing = write_files(tmp_path / "landing", {
+        **PRICES, "telemetry/requests/q.jsonl": call("q-alpha", "alpha", 1001, 1) + "\n" + call("q-beta", "beta", 2002, 2) + "\n",
+        "catalog/cost_centers.csv": "cost_center,field,pattern\nresearch,team,beta\n"})
+    con, _ = build_warehouse(landing, tmp_path / "w.duckdb")
+    (path, n), _commitments = export_focus(con, tmp_path / "out", "parquet")
+    got = duckdb.sql(f"""SELECT string_split(SkuPriceId, '|')[-1], x_CostCenter, ConsumedQuantity, PricingQuantity, BilledCost,
+                                EffectiveCost, ListCost, ContractedCost, ChargeDescription, AllocatedMethodId
+                         FROM '{path}' ORDER BY 1, 2""").fetchall()
+    part = " calls at the standard list price in force (computed by thinktax), cost center "
+    assert got == [
+        ("cached-input", "alpha", 1, D("0.000001"), *[D("0.000001")] * 4, "API usage of o3, cached-input: 1 tokens in 1" + part + "alpha", None),
+        ("cached-input", "research", 2, D("0.000002"), *[D("0.000001")] * 4,
+         "API usage of o3, cached-input: 2 tokens in 1" + part + "research", None),
+        ("input", "alpha", 1000, D("0.001"), *[D("0.0025")] * 4, "API usage of o3, input: 1000 tokens in 1" + part + "alpha", None),
+        ("input", "research", 2000, D("0.002"), *[D("0.005")] * 4, "API usage of o3, input: 2000 tokens in 1" + part + "research", None),
+        ("output", "alpha", 1, D("0.000001"), *[D("0.000012")] * 4, "API usage of o3, output: 1 tokens in 1" + part + "alpha", None),
+        ("output", "research", 1, D("0.000001"), *[D("0.000012")] * 4, "API usage of o3, output: 1 tokens in 1" + part + "research", None),
+    ]
+    assert n == 6
+    # the 1.2 file keeps one row per token type, the same money and tokens: 0.0075 + 0.000002 + 0.000024
+    # = $0.007526 for 3,000 + 3 + 2 = 3,005 tokens
+    (p12, n12), = export_focus(con, tmp_path / "v12", "parquet", spec="1.2")
+    assert n12 == 3
+    q = "SELECT sum(BilledCost), sum(ConsumedQuantity) FROM '{}'"
+    assert duckdb.sql(q.format(path)).fetchall() == duckdb.sql(q.format(p12)).fetchall() == [(D("0.007526"), D("3005"))]

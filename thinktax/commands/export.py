@@ -33,6 +33,14 @@ One file per calendar month of ChargePeriodStart: ``focus_costs_YYYY-MM.parquet`
   one commitment of the same provider and model family (else the provider's commitment naming no
   model) in force that day, with the row's tokens as ContractCommitmentAppliedQuantity; NULL on
   every other row. docs/bi.md has the details.
+  ``x_CostCenter`` (issue 41; the last FOCUS-custom column before x_BuildId): the cost center
+  (core.call_costs.cost_center) of the row. An API usage row is written once per cost center of
+  its calls (COST_CENTER_CTE: that cost center's tokens, and its share of the row's cost in
+  micro-dollars by largest remainder, so the parts add up exactly to the 1.2 row); a self-hosted
+  allocated row is per team and cost center; every other row (idle node-days, bill lines) NULL:
+  marts.chargeback spreads those. FOCUS 1.3 defines no cost-center column and requires the
+  Allocated* columns to be null on any charge no split cost allocation made, so the cost center is a
+  custom column (FOCUS: custom columns are prefixed ``x_`` and listed after the FOCUS columns).
 
 Each file is written to a temporary name in the output folder and renamed into place, so a file
 that exists is complete.
@@ -92,11 +100,108 @@ contracts AS (
     GROUP BY provider, commitment_id
 )"""
 
+# The month's ($m) marts.focus_costs rows as ``f``, with the custom column x_CostCenter (issue 41;
+# FOCUS: "All custom columns MUST be prefixed with a consistent x_ prefix"; the Allocated* columns
+# are for split cost allocation only and MUST be null on every other charge, so a cost center is
+# not one of them): each API usage row is split into one row per cost center of its calls
+# (core.daily_call_totals.cost_center), with that cost center's tokens (exact) and its share of the
+# row's cost in micro-dollars by largest remainder (weights: the cost center's exact bucket cost,
+# else its tokens), so that the parts add up exactly to the row. Only rows whose parts' tokens add
+# up to the row's are split; a split row in more than one part says its own tokens and calls in
+# ChargeDescription. Every other row: x_CostCenter NULL (a self-hosted node-day's allocated rows
+# get theirs below).
+COST_CENTER_CTE = """
+cc_calls AS (
+    SELECT day, provider, model, price_version_id, coalesce(price_basis, 'standard') AS price_basis, cost_center,
+           CAST(sum(calls) AS BIGINT) AS calls,
+           sum(uncached_input_tokens) AS q_input, sum(uncached_input_cost_usd) AS c_input,
+           sum(cached_input_tokens) AS q_cached, sum(cached_input_cost_usd) AS c_cached,
+           sum(cache_write_5m_tokens) AS q_write, sum(cache_write_5m_cost_usd) AS c_write,
+           sum(cache_write_1h_tokens) AS q_write_1h, sum(cache_write_1h_cost_usd) AS c_write_1h,
+           sum(thinking_tokens) AS q_thinking, sum(thinking_cost_usd) AS c_thinking,
+           sum(output_tokens) AS q_output, sum(output_cost_usd) AS c_output,
+           sum(web_search_requests) AS q_search, sum(request_fees_usd) AS c_search
+    FROM core.daily_call_totals
+    WHERE serving = 'api' AND priced AND strftime(day, '%Y-%m') = $m
+    GROUP BY ALL
+),
+cc_types AS (
+    SELECT c.day, c.provider, c.model, c.price_basis, c.cost_center, c.calls, t.token_type,
+           c.price_version_id || '|' || c.price_basis || '|' || t.token_type AS sku_price_id,
+           CASE t.token_type WHEN 'input' THEN q_input WHEN 'cached-input' THEN q_cached WHEN 'cache-write' THEN q_write
+                WHEN 'cache-write-1h' THEN q_write_1h WHEN 'reasoning-output' THEN q_thinking WHEN 'output' THEN q_output
+                ELSE q_search END AS q,
+           CASE t.token_type WHEN 'input' THEN c_input WHEN 'cached-input' THEN c_cached WHEN 'cache-write' THEN c_write
+                WHEN 'cache-write-1h' THEN c_write_1h WHEN 'reasoning-output' THEN c_thinking WHEN 'output' THEN c_output
+                ELSE c_search END AS cost
+    FROM cc_calls c
+    CROSS JOIN (VALUES ('input'), ('cached-input'), ('cache-write'), ('cache-write-1h'), ('reasoning-output'), ('output'),
+                       ('web-search')) AS t(token_type)
+),
+cc_parts AS (
+    SELECT f.*, t.cost_center AS k_cc, t.q AS k_q, t.calls AS k_calls, t.token_type AS k_type, t.price_basis AS k_basis,
+           CAST(round(f.BilledCost * 1000000) AS HUGEINT) AS k_origin,
+           greatest(CAST(round(coalesce(t.cost, 0) * 1000000000) AS HUGEINT), 0) AS k_cost_w,
+           count(*) OVER o AS k_parts,
+           sum(t.q) OVER o AS k_q_sum
+    FROM f_all f
+    JOIN cc_types t
+      ON f.x_Source = 'api_usage' AND t.q > 0 AND f.ChargePeriodStart = CAST(t.day AS TIMESTAMP)
+     AND f.ProviderName IS NOT DISTINCT FROM t.provider AND f.ResourceId IS NOT DISTINCT FROM t.model
+     AND f.SkuPriceId = t.sku_price_id
+    WINDOW o AS (PARTITION BY f.ChargePeriodStart, f.ProviderName, f.ResourceId, f.SkuPriceId)
+    QUALIFY sum(t.q) OVER o = f.ConsumedQuantity
+),
+cc_weighted AS (
+    SELECT *, CASE WHEN sum(k_cost_w) OVER o > 0 THEN k_cost_w ELSE CAST(k_q AS HUGEINT) END AS k_w
+    FROM cc_parts
+    WINDOW o AS (PARTITION BY ChargePeriodStart, ProviderName, ResourceId, SkuPriceId)
+),
+cc_floored AS (
+    SELECT *, k_origin * k_w // sum(k_w) OVER o AS k_floor, k_origin * k_w % sum(k_w) OVER o AS k_rem
+    FROM cc_weighted
+    WINDOW o AS (PARTITION BY ChargePeriodStart, ProviderName, ResourceId, SkuPriceId)
+),
+cc_split AS (
+    SELECT *,
+           k_floor + CASE WHEN row_number() OVER (PARTITION BY ChargePeriodStart, ProviderName, ResourceId, SkuPriceId
+                                                  ORDER BY k_rem DESC, k_cc)
+                               <= k_origin - sum(k_floor) OVER (PARTITION BY ChargePeriodStart, ProviderName, ResourceId, SkuPriceId)
+                          THEN 1 ELSE 0 END AS k_micro
+    FROM cc_floored
+),
+f AS (
+    SELECT * EXCLUDE (k_cc, k_q, k_calls, k_type, k_basis, k_origin, k_cost_w, k_parts, k_q_sum, k_w, k_floor, k_rem, k_micro)
+               REPLACE (CAST(CAST(k_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS BilledCost,
+                        CAST(CAST(k_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS EffectiveCost,
+                        CAST(CAST(k_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS ListCost,
+                        CAST(CAST(k_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS ContractedCost,
+                        CASE WHEN k_parts = 1 THEN PricingQuantity
+                             WHEN PricingUnit = '1000000 Tokens'
+                             THEN CAST(CAST(k_q AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(38,10))
+                             ELSE CAST(k_q AS DECIMAL(38,10)) END AS PricingQuantity,
+                        CAST(k_q AS DECIMAL(38,10)) AS ConsumedQuantity,
+                        CASE WHEN k_parts = 1 THEN ChargeDescription
+                             ELSE 'API usage of ' || ResourceId || ', ' || k_type || ': ' || k_q || ' ' || lower(ConsumedUnit)
+                                  || ' in ' || k_calls || ' calls at the ' || replace(k_basis, '_', ' ')
+                                  || ' list price in force (computed by thinktax), cost center ' || k_cc END AS ChargeDescription),
+           k_cc AS x_CostCenter
+    FROM cc_split
+    UNION ALL BY NAME
+    SELECT f_all.*, CAST(NULL AS VARCHAR) AS x_CostCenter
+    FROM f_all
+    ANTI JOIN (SELECT DISTINCT ChargePeriodStart, ProviderName, ResourceId, SkuPriceId FROM cc_split) x
+        ON f_all.x_Source = 'api_usage' AND f_all.ChargePeriodStart = x.ChargePeriodStart
+       AND f_all.ProviderName IS NOT DISTINCT FROM x.ProviderName AND f_all.ResourceId IS NOT DISTINCT FROM x.ResourceId
+       AND f_all.SkuPriceId = x.SkuPriceId
+)"""
+
 # FOCUS 1.3 rows of one month ($m) from marts.focus_costs: see the module docstring.
 FOCUS13_SQL = """
-WITH f AS (
+WITH f_all AS (
     SELECT * FROM marts.focus_costs WHERE strftime(ChargePeriodStart, '%Y-%m') = $m
 ),
+""" + COST_CENTER_CTE + """,
 origin AS (
     -- self-hosted node-days, one row per node and day (a node-day exported as several rows, the
     -- node having changed model or price that day, is left whole)
@@ -109,19 +214,20 @@ origin AS (
 shares AS (
     -- what core.self_hosted_allocation gave each team's calls on each node-day (idle rows excluded)
     -- (a call has a row per pool it shares: its hour's and its day's idle hours)
-    SELECT a.node_id AS a_node, a.day AS a_day, c.team AS a_team,
+    SELECT a.node_id AS a_node, a.day AS a_day, c.team AS a_team, cc.cost_center AS a_cc,
            sum(a.micro) AS a_micro, sum(c.total_tokens) AS a_tokens
     FROM (SELECT node_id, day, request_id, sum(allocated_micro_usd) AS micro
           FROM core.self_hosted_allocation
           WHERE request_id IS NOT NULL AND strftime(day, '%Y-%m') = $m
           GROUP BY ALL) a
     JOIN core.calls c USING (request_id)
+    JOIN (SELECT request_id, cost_center FROM core.call_costs WHERE strftime(day, '%Y-%m') = $m) cc USING (request_id)
     GROUP BY ALL
 ),
 split AS (
     -- only node-days whose allocation adds up to the exported cost, to the micro-dollar
-    SELECT o.*, s.a_team, s.a_micro, s.a_tokens,
-           row_number() OVER (PARTITION BY o.a_node, o.a_day ORDER BY s.a_micro DESC, s.a_team) AS a_rank,
+    SELECT o.*, s.a_team, s.a_cc, s.a_micro, s.a_tokens,
+           row_number() OVER (PARTITION BY o.a_node, o.a_day ORDER BY s.a_micro DESC, s.a_team, s.a_cc) AS a_rank,
            CAST(round(s.a_micro / o.a_origin_micro, 12) AS DECIMAL(38,12)) AS a_ratio0,
            CAST(round(o.PricingQuantity * s.a_micro / o.a_origin_micro, 10) AS DECIMAL(38,10)) AS a_pq0,
            CAST(round(o.ConsumedQuantity * s.a_micro / o.a_origin_micro, 10) AS DECIMAL(38,10)) AS a_cq0
@@ -139,9 +245,10 @@ balanced AS (
     WINDOW w AS (PARTITION BY a_node, a_day)
 ),
 allocated AS (
-    SELECT * EXCLUDE (a_node, a_day, a_origin_micro, a_team, a_micro, a_tokens, a_rank, a_ratio0, a_pq0, a_cq0,
+    SELECT * EXCLUDE (a_node, a_day, a_origin_micro, a_team, a_cc, a_micro, a_tokens, a_rank, a_ratio0, a_pq0, a_cq0,
                       a_ratio, a_pq, a_cq)
-               REPLACE (CAST(CAST(a_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS BilledCost,
+               REPLACE (a_cc AS x_CostCenter,
+                        CAST(CAST(a_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS BilledCost,
                         CAST(CAST(a_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS EffectiveCost,
                         CAST(CAST(a_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS ListCost,
                         CAST(CAST(a_micro AS DECIMAL(38,0)) * CAST(0.000001 AS DECIMAL(38,6)) AS DECIMAL(18,6)) AS ContractedCost,
@@ -172,7 +279,7 @@ rows AS (
 provisioned_rows AS (
     -- API usage paid by provisioned throughput (price basis 'provisioned': 0 per token), with the
     -- provider and model family keys the invoice lines are read with
-    SELECT ChargePeriodStart, ProviderName, ResourceId, SkuPriceId, ConsumedQuantity, ConsumedUnit,
+    SELECT ChargePeriodStart, ProviderName, ResourceId, SkuPriceId, x_CostCenter, ConsumedQuantity, ConsumedUnit,
            core.provider_key(ProviderName) AS c_provider, core.cloud_model_key(ResourceId) AS c_model
     FROM f
     WHERE x_Source = 'api_usage' AND string_split(SkuPriceId, '|')[-2] = 'provisioned'
@@ -181,7 +288,7 @@ applied AS (
     -- the one commitment each such row consumed: same provider, same model family (else the
     -- provider's commitment that names no model, an Azure PTU pool), in force that day; of several,
     -- the one naming the model, then the larger, then the first id
-    SELECT r.ChargePeriodStart, r.ProviderName, r.ResourceId, r.SkuPriceId,
+    SELECT r.ChargePeriodStart, r.ProviderName, r.ResourceId, r.SkuPriceId, r.x_CostCenter,
            CAST(json_object('Elements', json_array(json_object(
                'ContractID', c.commitment_id, 'ContractCommitmentID', c.commitment_id,
                'ContractCommitmentAppliedQuantity', CAST(r.ConsumedQuantity AS BIGINT),
@@ -190,20 +297,23 @@ applied AS (
     JOIN contracts c
       ON c.provider = r.c_provider AND (c.model = r.c_model OR c.model IS NULL)
      AND r.ChargePeriodStart >= date_trunc('day', c.period_start) AND r.ChargePeriodStart < c.period_end
-    QUALIFY row_number() OVER (PARTITION BY r.ChargePeriodStart, r.ProviderName, r.ResourceId, r.SkuPriceId
+    QUALIFY row_number() OVER (PARTITION BY r.ChargePeriodStart, r.ProviderName, r.ResourceId, r.SkuPriceId, r.x_CostCenter
                                ORDER BY c.model IS NULL, c.cost_usd DESC, c.commitment_id) = 1
 )
-SELECT rows.* EXCLUDE (build_id, AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId, AllocatedResourceName, AllocatedTags),
+SELECT rows.* EXCLUDE (build_id, AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId, AllocatedResourceName, AllocatedTags,
+                       x_CostCenter),
        rows.ProviderName AS ServiceProviderName, rows.ProviderName AS HostProviderName,
        a.ContractApplied,
        AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId, AllocatedResourceName, AllocatedTags,
+       rows.x_CostCenter,
        build_id AS x_BuildId
 FROM rows
 LEFT JOIN applied a
   ON rows.x_Source = 'api_usage' AND a.ChargePeriodStart = rows.ChargePeriodStart AND a.ProviderName = rows.ProviderName
- AND a.ResourceId = rows.ResourceId AND a.SkuPriceId = rows.SkuPriceId
+ AND a.ResourceId = rows.ResourceId AND a.SkuPriceId = rows.SkuPriceId AND a.x_CostCenter IS NOT DISTINCT FROM rows.x_CostCenter
 """
-FOCUS13_ORDER = "ChargePeriodStart, x_Source, ProviderName, ResourceId, SkuPriceId, ChargeDescription, AllocatedResourceId"
+FOCUS13_ORDER = ("ChargePeriodStart, x_Source, ProviderName, ResourceId, SkuPriceId, ChargeDescription, AllocatedResourceId, "
+                 "x_CostCenter")
 
 # The FOCUS 1.3 Contract Commitment dataset (its 13 columns, in the specification's order of
 # definition): one row per commitment of CONTRACTS_CTE whose period meets the exported months
