@@ -517,6 +517,10 @@ def write(landing: Path, calls: pl.DataFrame, cloud_calls: pl.DataFrame | None, 
         cloud = _cloud_usage(cloud_calls)
         for name, writer in (("aws", write_aws), ("azure", write_azure), ("gcp", write_gcp)):
             part = cloud.filter(pl.col("cloud") == name)
+            if name == "aws":  # the plant's day is on the invoice even when no Bedrock call was logged on it
+                part = pl.concat([part, pl.DataFrame({"day": [cloud_plant], "cloud": ["aws"],
+                                                      "rate_model": ["claude-3-7-sonnet-20250219"]})], how="diagonal_relaxed")
+                part = part.with_columns(pl.col(*BUCKETS, "thinking").fill_null(0))
             if part.height:
                 daily = priced(part.group_by(["day", "rate_model"]).agg(
                     *[pl.col(b).sum() for b in (*BUCKETS, "thinking")]).sort("day"))
