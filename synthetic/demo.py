@@ -453,7 +453,8 @@ def write_landing(landing: Path, spec: DemoSpec = DemoSpec()) -> dict[str, int]:
     # issue 41: catalog/cost_centers.csv and nested agent traces (synthetic/demo_principals.py)
     demo_principals.write(landing, spec.start + dt.timedelta(days=spec.days - 1), spec.seed, spec.days)
     # issue 45: the bills, spend logs and scrapes of these calls (synthetic/demo_sources.py)
-    sources = demo_sources.write(landing, calls, cloud_calls, spec.start, spec.days, spec.seed) if spec.sources else 0
+    sources = demo_sources.write(landing, calls, cloud_calls, spec.start, spec.days, spec.seed,
+                                 spec.tasks_per_day) if spec.sources else 0
     n_cloud = 0 if cloud_calls is None else cloud_calls.height
     tasks = calls["task_id"].n_unique() + (0 if cloud_calls is None else cloud_calls["task_id"].n_unique())
     return {"calls": calls.height + n_cloud, "tasks": tasks, "days": spec.days, "request_files": files + 1,

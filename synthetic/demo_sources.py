@@ -15,7 +15,7 @@ litellm and tests/fixtures/metrics, whose READMEs cite the providers' references
 * ``bills/gcp/``: a GCP standard usage cost export (BigQuery JSON lines) for Vertex AI's on-demand
   Gemini 2.5 Pro tokens, and one Vertex AI Search line no rule reads (marts.unattributed_invoice_lines).
 * ``telemetry/litellm_spendlogs/``: the rows of a LiteLLM proxy's ``LiteLLM_SpendLogs`` for team
-  data-science's notebook traffic (own seed), whose ``spend`` LiteLLM computed with a price map not
+  data-science's notebook traffic (own seed; 150 calls a day at the default 1,700 tasks), whose ``spend`` LiteLLM computed with a price map not
   updated after DeepSeek's price cut of 2026-07-24 (marts.cost_crosscheck shows those calls).
 * ``telemetry/metrics/``: vLLM ``/metrics`` scrapes of the two self-hosted nodes, hourly over the
   demo's last day, counters consistent with the calls each node served.
@@ -64,7 +64,8 @@ SNAPSHOT = {"o3": "o3-2025-04-16", "o4-mini": "o4-mini-2025-04-16", "gpt-4.1-min
 API_PLANT_DAYS_BACK, CLOUD_PLANT_DAYS_BACK = 9, 5
 API_PLANT = {"project": "proj-sandbox", "model": "o3", "uncached": 1_500_000, "out": 250_000, "requests": 120}
 CLOUD_PLANT_OUTPUT_TOKENS = 200_000
-LITELLM_CALLS_PER_DAY = 150
+# the proxy's calls a day per task a day of the demo: 150 a day at the default 1,700 tasks
+LITELLM_CALLS_PER_TASK = 150 / 1700
 PICO = 10**12
 
 
@@ -119,11 +120,15 @@ def _agent_usage(landing: Path) -> pl.DataFrame:
         pl.lit(0, pl.Int64).alias("cached"), pl.lit(0, pl.Int64).alias("cw5"), pl.lit(0, pl.Int64).alias("cw1h"))
 
 
-def litellm_calls(start: dt.date, days: int, seed: int) -> pl.DataFrame:
+def litellm_per_day(tasks_per_day: int) -> int:
+    return max(3, round(tasks_per_day * LITELLM_CALLS_PER_TASK))
+
+
+def litellm_calls(start: dt.date, days: int, seed: int, per_day: int) -> pl.DataFrame:
     """Team data-science's notebook calls through its LiteLLM proxy, drawn with their own generator."""
     rng = np.random.default_rng(seed + 45)
-    n = days * LITELLM_CALLS_PER_DAY
-    day_idx = np.repeat(np.arange(days), LITELLM_CALLS_PER_DAY)
+    n = days * per_day
+    day_idx = np.repeat(np.arange(days), per_day)
     deepseek = rng.random(n) < 0.6
     prompt = np.clip(rng.lognormal(np.log(3000), 0.6, n), 200, 40000).astype(np.int64)
     cached = np.where(rng.random(n) < 0.4, (prompt * rng.uniform(0.2, 0.8, n)).astype(np.int64), 0)
@@ -399,7 +404,7 @@ def write_gcp(landing: Path, daily: pl.DataFrame) -> None:
 # --- LiteLLM spend logs ----------------------------------------------------------------------------
 
 def write_litellm(landing: Path, ll: pl.DataFrame) -> None:
-    """LiteLLM_SpendLogs rows (schema.prisma column names), one file a day. ``spend`` is LiteLLM's cost:
+    """LiteLLM_SpendLogs rows (schema.prisma column names), one file a month. ``spend`` is LiteLLM's cost:
     its price map still has DeepSeek's rates before the cut of 2026-07-24 (the 2025-05-19 sheet's)."""
     old = {m: periods[0][1:] for m, periods in RATES.items()}
     r_in, r_cached, r_out = ([old[m][i] for m in ("deepseek-reasoner", "gpt-4.1-mini")] for i in (0, 1, 4))
@@ -424,11 +429,11 @@ def write_litellm(landing: Path, ll: pl.DataFrame) -> None:
         pl.col("provider").alias("custom_llm_provider"), pl.col("user"), meta.alias("metadata"),
         pl.concat_list(pl.lit("notebook_qa"), pl.lit("env:prod")).alias("request_tags"),
         pl.lit("data-science").alias("team_id"), pl.col("session").alias("session_id"), pl.lit("success").alias("status"),
-        "day")
+        pl.col("day").dt.strftime("%Y-%m").alias("month"))
     folder = landing / "telemetry" / "litellm_spendlogs"
     folder.mkdir(parents=True, exist_ok=True)
-    for (day,), part in rows.group_by(["day"], maintain_order=True):
-        part.drop("day").write_ndjson(folder / f"LiteLLM_SpendLogs__{day}.jsonl")
+    for (month,), part in rows.group_by(["month"], maintain_order=True):
+        part.drop("month").write_ndjson(folder / f"LiteLLM_SpendLogs__{month}.jsonl")
 
 
 # --- Prometheus ------------------------------------------------------------------------------------
@@ -503,12 +508,13 @@ def plant_days(start: dt.date, days: int) -> tuple[dt.date, dt.date]:
     return last - dt.timedelta(days=API_PLANT_DAYS_BACK), last - dt.timedelta(days=CLOUD_PLANT_DAYS_BACK)
 
 
-def write(landing: Path, calls: pl.DataFrame, cloud_calls: pl.DataFrame | None, start: dt.date, days: int, seed: int) -> int:
+def write(landing: Path, calls: pl.DataFrame, cloud_calls: pl.DataFrame | None, start: dt.date, days: int, seed: int,
+          tasks_per_day: int) -> int:
     """Every file above; ``calls`` / ``cloud_calls`` are synthetic.demo's frames of the calls already
     written. Returns the number of files written."""
     last = start + dt.timedelta(days=days - 1)
     api_plant, cloud_plant = plant_days(start, days)
-    ll = litellm_calls(start, days, seed)
+    ll = litellm_calls(start, days, seed, litellm_per_day(tasks_per_day))
     write_litellm(landing, ll)
     usage = pl.concat([_main_usage(calls), _agent_usage(landing), _litellm_usage(ll)], how="diagonal_relaxed")
     write_openai(landing, usage, api_plant, start)
@@ -530,4 +536,4 @@ def write(landing: Path, calls: pl.DataFrame, cloud_calls: pl.DataFrame | None, 
                     writer(landing, daily)
     scrapes = write_metrics(landing, calls, last)
     write_unknown_node(landing, last)
-    return scrapes + sum(1 for _ in (landing / "bills").rglob("*.*")) + ll["day"].n_unique() + 1
+    return scrapes + sum(1 for _ in (landing / "bills").rglob("*.*")) + ll["day"].dt.month().n_unique() + 1

@@ -31,7 +31,8 @@ import pytest
 
 from tests.services.test_report import chromium  # noqa: F401  (the fixture: apt-installs Debian's chromium when missing)
 
-pytestmark = [pytest.mark.slow, pytest.mark.venv]
+# a 45-day demo run, Superset's migrations, its import and eight dashboards in Chromium: ~10 min here under load
+pytestmark = [pytest.mark.slow, pytest.mark.venv, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
 PINS = REPO / "tools" / "superset.txt"
