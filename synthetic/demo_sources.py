@@ -15,8 +15,9 @@ litellm and tests/fixtures/metrics, whose READMEs cite the providers' references
 * ``bills/gcp/``: a GCP standard usage cost export (BigQuery JSON lines) for Vertex AI's on-demand
   Gemini 2.5 Pro tokens, and one Vertex AI Search line no rule reads (marts.unattributed_invoice_lines).
 * ``telemetry/litellm_spendlogs/``: the rows of a LiteLLM proxy's ``LiteLLM_SpendLogs`` for team
-  data-science's notebook traffic (own seed; 150 calls a day at the default 1,700 tasks), whose ``spend`` LiteLLM computed with a price map not
-  updated after DeepSeek's price cut of 2026-07-24 (marts.cost_crosscheck shows those calls).
+  data-science's notebook traffic (own seed; 150 calls a day at the default 1,700 tasks; a file a
+  month), whose ``spend`` LiteLLM computed with a price map not updated after DeepSeek's price cut of
+  2026-07-24 (marts.cost_crosscheck shows those calls).
 * ``telemetry/metrics/``: vLLM ``/metrics`` scrapes of the two self-hosted nodes, hourly over the
   demo's last day, counters consistent with the calls each node served.
 * ``telemetry/requests/self_hosted__qwen-c.jsonl``: three calls of a node someone started without
@@ -25,8 +26,9 @@ The OTel part of the traffic is the agent traces of synthetic/demo_principals.py
 
 Bills are the demo's calls x the rates of the two LiteLLM sheets the demo ships (RATES), in integer
 pico-dollars, so that they agree with thinktax's cost to the micro-dollar except for two planted
-differences: on API_PLANT_DAY OpenAI bills a project that no gateway logs (o3, 1.5M input and
-250k output tokens at $2 / $8 per 1M = $5.00: marts.bill_reconciliation), and on CLOUD_PLANT_DAY the
+differences, counted back from the last day (plant_days): 9 days before it OpenAI bills a project no
+gateway logs (o3, 1.5M input and 250k output tokens: at $2 / $8 per 1M = $5.00 on the full demo's
+2026-07-30; at $10 / $40 = $25.00 before the 07-24 cut: marts.bill_reconciliation), and 5 days before it the
 CUR bills 200,000 Bedrock output tokens more than the logs hold (x $15 per 1M = $3.00: a job that
 bypassed the gateway, marts.invoice_reconciliation explains it as missing_calls).
 
