@@ -131,7 +131,7 @@ bi-lock: $(STAMP)
 	  $(BIN)/uv pip compile --quiet --no-header --python-version 3.11 tools/superset.in; } > tools/superset.txt.new
 	mv tools/superset.txt.new tools/superset.txt
 
-# docs/img/superset-*.png: the browser test's own screenshots of the six dashboards (tests/bi/test_superset.py
+# docs/img/superset-*.png: the browser test's own screenshots of the eight dashboards (tests/bi/test_superset.py
 # on its small demo), copied into docs/img/ (needs Debian's chromium: .ci/ensure-chromium).
 bi-screenshots: $(SUPERSET_VENV)/.installed
 	THINKTAX_BI_SHOTS=$(CURDIR)/docs/img $(BIN)/python -m pytest -q -p no:cacheprovider tests/bi/test_superset.py

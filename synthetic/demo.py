@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from synthetic import demo_principals
+from synthetic import demo_principals, demo_sources
 from synthetic.demo_principals import principal_columns
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,6 +84,7 @@ class DemoSpec:
     seed: int = 7
     clouds: bool = True  # the Bedrock / Vertex AI / Azure teams (their own seed: the rest is unchanged)
     anomalies: bool = True  # one thinking drift and one spend spike (add_anomalies; no draw: the rest is unchanged)
+    sources: bool = True  # bills, LiteLLM spend logs, Prometheus scrapes (synthetic/demo_sources.py; the calls above unchanged)
 
 
 # issue 42: what marts.spend_anomalies and the spend_anomaly alert find in the demo (docs/economics.md
@@ -451,9 +452,13 @@ def write_landing(landing: Path, spec: DemoSpec = DemoSpec()) -> dict[str, int]:
     )
     # issue 41: catalog/cost_centers.csv and nested agent traces (synthetic/demo_principals.py)
     demo_principals.write(landing, spec.start + dt.timedelta(days=spec.days - 1), spec.seed, spec.days)
+    # issue 45: the bills, spend logs and scrapes of these calls (synthetic/demo_sources.py)
+    sources = demo_sources.write(landing, calls, cloud_calls, spec.start, spec.days, spec.seed,
+                                 spec.tasks_per_day) if spec.sources else 0
     n_cloud = 0 if cloud_calls is None else cloud_calls.height
     tasks = calls["task_id"].n_unique() + (0 if cloud_calls is None else cloud_calls["task_id"].n_unique())
-    return {"calls": calls.height + n_cloud, "tasks": tasks, "days": spec.days, "request_files": files + 1}
+    return {"calls": calls.height + n_cloud, "tasks": tasks, "days": spec.days, "request_files": files + 1,
+            "source_files": sources}
 
 
 def is_demo_folder(landing: Path) -> bool:

@@ -48,8 +48,10 @@ def build_demo(root: Path, spec: dict[str, int] = SPEC) -> duckdb.DuckDBPyConnec
     # proves a call in none of the new shapes costs exactly what it did (synthetic/demo.py draws the
     # cloud traffic with its own seed; tests/synthetic/test_demo_clouds.py checks what it adds); and without
     # the anomalies of issue 42 (synthetic.demo.add_anomalies: no draw, so the rest is unchanged;
-    # tests/synthetic/test_demo_anomalies.py checks that they are found)
-    write_landing(root / "landing", DemoSpec(**spec, clouds=False, anomalies=False))
+    # tests/synthetic/test_demo_anomalies.py checks that they are found); and without issue 45's bills, spend
+    # logs and scrapes (synthetic/demo_sources.py: their own seed, no call of the logs above changes;
+    # tests/synthetic/test_demo_clouds.py checks what they add)
+    write_landing(root / "landing", DemoSpec(**spec, clouds=False, anomalies=False, sources=False))
     con, _ = build_warehouse(root / "landing", root / "w.duckdb")
     for e in ECONOMICS:
         e.builder(con)

@@ -80,6 +80,20 @@ def run(url: str, user: str, password: str, out: Path, slugs: list[str], chromiu
             while set(want) - set(seen) and time.monotonic() - t0 < timeout_s:
                 page.wait_for_timeout(250)
             page.wait_for_load_state("networkidle")
+            # on a loaded machine the grid can still be (re-)mounting once the data has arrived (a blank grid
+            # was seen once in three runs): wait until every chart holder has drawn (a canvas, svg or table),
+            # and reload the page once if it has not within a minute
+            drawn = ("(() => { const h = [...document.querySelectorAll('.dashboard-component-chart-holder')];"
+                     f" return h.length >= {len(want)} && h.every(x => x.querySelector('canvas, svg, table, .superset-legacy-chart-big-number')); }})()")
+            for attempt in range(2):
+                try:
+                    page.wait_for_function(drawn, timeout=60_000)
+                    break
+                except Exception:  # noqa: BLE001  (the test's pixel floors judge the picture taken anyway)
+                    if attempt == 0:
+                        page.reload(wait_until="domcontentloaded")
+                        page.wait_for_load_state("networkidle")
+            page.wait_for_load_state("networkidle")
             page.wait_for_timeout(1500)  # the ECharts entry animation
             errors = [e.inner_text()[:300] for e in page.query_selector_all(ERROR_SELECTOR)]
             png = out / f"{slug}.png"

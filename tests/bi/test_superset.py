@@ -1,7 +1,8 @@
 """The Superset dashboards of bi/superset/, provisioned and opened in a real browser (issue 45).
 
-One Superset per module: a small demo is published (3 days, 100 tasks a day: every dashboard has data
-but the cloud-invoice ones, below), Superset's venv (.thinktax/superset-venv, tools/superset.txt; made
+One Superset per module: a small demo is published (45 days, 60 tasks a day: long enough for the Vertex AI
+days, the anomalies' history and the agent traces, so that every chart has rows; the anomaly floor is
+lowered to $2 for its small traffic), Superset's venv (.thinktax/superset-venv, tools/superset.txt; made
 once and kept, like the FOCUS validator's) provisions a fresh metadata DB under tmp_path with
 tools/superset_bi.py exactly as `make bi` does (its migrations started first, while the demo runs), gunicorn serves it on 127.0.0.1 at a free port, and
 tools/superset_shot.py opens every dashboard in Debian's headless chromium (playwright driving
@@ -30,23 +31,20 @@ import pytest
 
 from tests.services.test_report import chromium  # noqa: F401  (the fixture: apt-installs Debian's chromium when missing)
 
-pytestmark = [pytest.mark.slow, pytest.mark.venv]
+# a 45-day demo run, Superset's migrations, its import and eight dashboards in Chromium: ~10 min here under load
+pytestmark = [pytest.mark.slow, pytest.mark.venv, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
 PINS = REPO / "tools" / "superset.txt"
 VENV = REPO / ".thinktax" / "superset-venv"
 PASSWORD = "thinktax-test-pw"
 DASHBOARDS = {"thinktax-spend-overview", "thinktax-thinking-tax", "thinktax-tier-mix",
-              "thinktax-self-host-breakeven", "thinktax-bills-and-invoices", "thinktax-data-quality"}
-# The demo lands no cloud invoice, no provisioned-throughput call and prices every model it calls, so these
-# charts' marts are empty on it (issue 45 item 4, a demo exercising every source, is still to come): they
-# must answer without error, and the test fails when one starts returning rows, to be moved out of here.
-EMPTY_ON_THE_DEMO = {"Cloud invoices against the logs", "Effective rates (net of credits and discounts)",
-                     "Usage paid by provisioned throughput", "Unpriced usage"}
-# Floors for a page that shows its charts, measured on this demo at 1400 px wide (2026-12-06): the share
-# of pixels that are neither of the page's two commonest colours (white cards, grey page) was 7.2 %
-# (bills: three of six charts say "No results") to 17.4 %; the share of coloured pixels (bars, table
-# bars: max - min channel > 40) 1.4 % to 11.3 %. A page whose charts are blank or errors falls below.
+              "thinktax-self-host-breakeven", "thinktax-bills-and-invoices", "thinktax-data-quality",
+              "thinktax-anomalies", "thinktax-chargeback"}
+# Floors for a page that shows its charts, measured on the 45-day demo at 1400 px wide (2026-12-07): the share
+# of pixels that are neither of the page's two commonest colours (white cards, grey page) was 6.3 % (anomalies)
+# to 15.7 %; the share of coloured pixels (bars, table bars: max - min channel > 40) 1.4 % to 8.8 %. A page whose
+# charts are blank or errors falls below (a blank grid: 0.5 %).
 INK_FLOOR = 0.05
 COLOUR_FLOOR = 0.01
 
@@ -76,7 +74,7 @@ def superset_python() -> Path:
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory) -> Path:
-    """A small demo (3 days, 100 tasks a day), published by `thinktax demo` (the whole Dagster job)."""
+    """A small demo (45 days, 60 tasks a day), published by `thinktax demo` (the whole Dagster job)."""
     from thinktax.cli import main  # noqa: PLC0415
 
     base = tmp_path_factory.mktemp("bi_demo")
@@ -84,9 +82,10 @@ def warehouse(tmp_path_factory) -> Path:
     saved = dict(os.environ)
     os.environ["DAGSTER_HOME"] = str(base / "dagster_home")
     try:
-        (base / "thinktax.toml").write_text("# defaults\n")
+        # the demo's drift and spike at 60 tasks a day are ~$5 and ~$8 a day over (the $100 default is for 1,700)
+        (base / "thinktax.toml").write_text("[anomaly]\nmin_impact_usd = 2.0\n")
         rc = main(["demo", "--landing", str(base / "landing"), "--warehouse", str(wh), "--config",
-                   str(base / "thinktax.toml"), "--days", "3", "--tasks-per-day", "100"])
+                   str(base / "thinktax.toml"), "--days", "45", "--tasks-per-day", "60"])
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -118,7 +117,7 @@ def superset(superset_python, superset_init, warehouse):
     r = subprocess.run([str(superset_python), str(REPO / "tools" / "superset_bi.py"), "provision", "--home", str(home),
                         "--warehouse", str(warehouse)], capture_output=True, text=True, env=env, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "6 dashboards, 28 charts, 16 datasets" in r.stdout, r.stdout[-2000:]
+    assert "8 dashboards, 37 charts, 20 datasets" in r.stdout, r.stdout[-2000:]
     port = _free_port()
     log = (home / "serve.log").open("w")
     proc = subprocess.Popen([str(superset_python), str(REPO / "tools" / "superset_bi.py"), "serve", "--home", str(home),
@@ -170,7 +169,7 @@ def _charts(shots: dict) -> dict[str, dict]:
 
 def test_every_dashboard_is_there(shots):
     assert set(shots) == DASHBOARDS
-    assert sum(len(d["charts"]) for d in shots.values()) == 28
+    assert sum(len(d["charts"]) for d in shots.values()) == 37
 
 
 def test_every_chart_answers_its_data_request_with_rows_and_no_error(shots):
@@ -178,7 +177,7 @@ def test_every_chart_answers_its_data_request_with_rows_and_no_error(shots):
     failed = {n: (c["status"], c["error"]) for n, c in charts.items() if c["status"] != 200 or c["error"]}
     assert not failed
     empty = {n for n, c in charts.items() if not c["rows"]}
-    assert empty == EMPTY_ON_THE_DEMO
+    assert not empty  # the demo exercises every source (synthetic/demo_sources.py): every mart has rows
 
 
 def test_each_dashboard_renders_its_charts_above_the_pixel_floors(shots):
@@ -236,3 +235,37 @@ def test_the_charts_show_what_thinktax_sql_gives_on_the_same_marts(shots, wareho
         assert r["unaccounted"] == 0, folder
     by_source = charts["Quarantined records by source folder"]["data"]
     assert sum(r["records"] for r in by_source) == tot["quarantined"] > 0
+
+
+def test_the_new_sources_and_dashboards_show_what_thinktax_sql_gives(shots, warehouse):
+    """The charts of issue 45's sources and of the Anomalies and Chargeback dashboards, against the same marts."""
+    charts = _charts(shots)
+    # Chargeback: each cost center's total (its '*' row), to the cent as the chart's SUM gives it
+    want = {r["cost_center"]: float(r["total"]) for r in _sql(
+        warehouse, "SELECT cost_center, SUM(total_cost_usd) AS total FROM marts.chargeback WHERE principal_kind = '*' "
+                   "GROUP BY cost_center")}
+    got = {r["cost_center"]: float(r["total (USD)"]) for r in charts["Chargeback per cost center"]["data"]}
+    assert got.keys() == want.keys() and len(got) > 3
+    assert all(got[k] == pytest.approx(want[k], abs=1e-6) for k in want)
+    # Anomalies: the anomalous days and their impact
+    [an] = _sql(warehouse, "SELECT count(*) AS n, SUM(impact_usd) AS impact FROM marts.spend_anomalies WHERE is_anomaly")
+    rows = charts["Anomalous days: what moved, by how much, and its root cause"]["data"]
+    assert 0 < len(rows) == min(int(an["n"]), 50)
+    if int(an["n"]) <= 50:
+        assert sum(float(r["impact (USD)"] or 0) for r in rows) == pytest.approx(float(an["impact"] or 0), abs=1e-6)
+    # Cloud invoices: the demo's planted difference (synthetic/demo_sources.py: 200,000 Bedrock output tokens
+    # billed and not logged, x $15 per 1M = $3.00) is in the Bedrock output row, explained; nothing unexplained
+    inv = {(r["provider"], r["bucket"]): r for r in charts["Cloud invoices against the logs"]["data"]}
+    [sql] = _sql(warehouse, "SELECT SUM(difference_usd) AS d, SUM(explained_usd) AS e, SUM(unexplained_usd) AS u "
+                            "FROM marts.invoice_reconciliation WHERE provider = 'bedrock' AND bucket = 'output'")
+    out = inv[("bedrock", "output")]
+    assert float(out["difference (USD)"]) == pytest.approx(float(sql["d"]), abs=1e-6)
+    assert float(out["difference (USD)"]) == pytest.approx(3.0, abs=0.01)  # the plant, + rounding under a cent
+    assert float(out["explained (USD)"]) == pytest.approx(float(sql["e"]), abs=1e-6)
+    assert all(float(r["unexplained (USD)"]) == 0 for r in inv.values())
+    # Bills: the OpenAI project no gateway logs ($25.00 at o3's rates before the 07-24 cut, 1.5M in + 250k out)
+    mism = {(r["provider"], r["model"]): r for r in charts["Largest differences: bill against usage"]["data"]}
+    [o3] = _sql(warehouse, "SELECT SUM(difference_usd) AS d FROM marts.bill_reconciliation "
+                           "WHERE provider = 'openai' AND model = 'o3'")
+    assert float(mism[("openai", "o3")]["difference (USD)"]) == pytest.approx(float(o3["d"]), abs=1e-6)
+    assert float(o3["d"]) == pytest.approx(25.0, abs=0.01)

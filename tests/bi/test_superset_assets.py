@@ -36,7 +36,7 @@ def test_every_file_is_a_v1_asset_with_its_own_uuid():
     assert all(d["version"] == "1.0.0" for d in docs)
     uuids = [d["uuid"] for d in docs]
     assert len(uuids) == len(set(uuids))
-    assert len(DASHBOARDS) == 6 and len(CHARTS) == 28 and len(DATASETS) == 16
+    assert len(DASHBOARDS) == 8 and len(CHARTS) == 37 and len(DATASETS) == 20
 
 
 def test_charts_point_at_datasets_and_dashboards_at_charts():
@@ -89,7 +89,7 @@ def test_the_columns_charts_use_are_documented_columns_of_their_tables():
         if ds["main_dttm_col"]:
             assert ds["main_dttm_col"] in COLUMNS[table], (name, ds["main_dttm_col"])
         checked += 1
-    assert checked == 26  # every chart but the two over the quarantine query
+    assert checked == 35  # every chart but the two over the quarantine query
 
 
 def test_the_bundle_points_the_database_at_the_warehouse_read_only(tmp_path):
@@ -99,7 +99,7 @@ def test_the_bundle_points_the_database_at_the_warehouse_read_only(tmp_path):
         db = yaml.safe_load(zf.read("thinktax_bi/databases/thinktax.yaml"))
     assert db["sqlalchemy_uri"] == f"duckdb:///{wh.resolve()}?access_mode=read_only"
     assert db["sqlalchemy_uri"].startswith("duckdb:////")  # an absolute path: four slashes (docs/bi.md)
-    assert "thinktax_bi/metadata.yaml" in names and len(names) == 1 + 1 + 16 + 28 + 6
+    assert "thinktax_bi/metadata.yaml" in names and len(names) == 1 + 1 + 20 + 37 + 8
 
 
 def test_a_broken_file_is_named(tmp_path):

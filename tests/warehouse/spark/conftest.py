@@ -142,7 +142,8 @@ def scenario(spark, tmp_path_factory) -> Scenario:
 
     root = tmp_path_factory.mktemp("spark_scenario")
     landing, later = root / "landing", root / "later"
-    spec = DemoSpec(days=DEMO_DAYS, tasks_per_day=TASKS_PER_DAY)
+    # without the demo's own bills and scrapes (synthetic/demo_sources.py): the scenario brings the fixtures below
+    spec = DemoSpec(days=DEMO_DAYS, tasks_per_day=TASKS_PER_DAY, sources=False)
     write_landing(landing, spec)
     for sub in ("openai", "anthropic", "focus"):
         shutil.copytree(REPO / "tests/fixtures/bills" / sub, landing / "bills" / sub)
