@@ -109,6 +109,8 @@ class FileResult:
     rows_quarantined: int = 0
     message: str | None = None
     rows_skipped: int = 0  # records read and deliberately not kept (a cloud invoice's non-AI lines)
+    # the unknown-field guard's rows for the file (ops.unknown_fields: path, records, token_like, ...)
+    unknown_fields: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # Python ints whichever engine counted (the run's metadata takes no numpy integer: warehouse/plain.py)
@@ -133,6 +135,11 @@ class IngestSummary:
     @property
     def tables(self) -> set[str]:
         return {f.table for f in self.new_files if f.table}
+
+
+def _unknown_rows(parsed: Parsed) -> list[dict]:
+    found = parsed.meta.get("unknown_fields")
+    return list(found.rows) if found is not None else []
 
 
 def landing_files(landing: Path) -> list[Path]:
@@ -524,6 +531,7 @@ class Ingestor:
         except SourceFormatError as exc:
             log.warning("%s: %s", rel, exc)
             return self._record_unreadable(rel, sha, folder, len(raw), mtime_ns, exc)
+        self._guard(spec, data, rel, parsed)
         return self._load(rel, sha, folder, len(raw), mtime_ns, spec, parsed)
 
     def _already(self, rel: str, sha: str, mtime_ns: int | None) -> bool:
@@ -598,7 +606,26 @@ class Ingestor:
             self._drop_incoming(ran)
             log.warning("%s: %s", rel, exc)
             return self._record_unreadable(rel, sha, folder, len(raw), mtime_ns, exc)
+        self._guard(found, data, rel, parsed)
         return self._load(rel, sha, folder, len(raw), mtime_ns, found, parsed)
+
+    def _guard(self, spec: SourceSpec, data: bytes, rel: str, parsed: Parsed) -> None:
+        """The unknown-field guard (sources/fieldguard.py) over a new file of a JSON source that
+        declares the paths its parser reads: its findings ride in ``parsed.meta`` to the load, which
+        writes them to ops.unknown_fields in the file's transaction (so a re-ingest, skipped, never
+        writes them twice)."""
+        if spec.known_fields is None or "unknown_fields" in parsed.meta:
+            return
+        from sources.fieldguard import scan  # noqa: PLC0415 - with the parsers, when one is needed
+
+        try:
+            found = scan(data, spec.known_fields)
+        except duckdb.Error as exc:  # the guard is a warning, never a reason to refuse a file
+            log.warning("%s: the unknown-field guard could not read the file: %s", rel, exc)
+            return
+        if found is not None:
+            parsed.meta["unknown_fields"] = found
+            log.warning("%s: unknown fields (not read by the %s parser): %s", rel, spec.format, found.summary())
 
     def _ingest_by_path(self, path: Path, rel: str, folder: str, specs: list[SourceSpec],
                         before: os.stat_result) -> FileResult:
@@ -887,7 +914,7 @@ class Ingestor:
         for w in parsed.meta.get("warnings", []):
             log.warning("%s: %s", rel, w)
         return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined,
-                          rows_skipped=parsed.skipped)
+                          rows_skipped=parsed.skipped, unknown_fields=_unknown_rows(parsed))
 
     def _prepare(self, spec: SourceSpec, items: list[tuple[str, str, Parsed | Exception]]) -> None:
         """Check and de-duplicate the rows of a batch of parsed files (rel, sha256, result) at once,
@@ -1027,7 +1054,8 @@ class Ingestor:
             self._prepared = None
         for w in parsed.meta.get("warnings", []):
             log.warning("%s: %s", rel, w)
-        return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined)
+        return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined,
+                          unknown_fields=_unknown_rows(parsed))
 
     def _record_loaded(self, file_id: int, rel: str, sha: str, folder: str, nbytes: int, mtime_ns: int | None,  # noqa: PLR0913
                        table: str, parsed: Parsed, loaded: int, dup: int, quarantined: int) -> int:
@@ -1049,7 +1077,27 @@ class Ingestor:
         if parsed.skipped or parsed.meta.get("export_key"):
             self.con.execute("UPDATE ops.ingested_files SET rows_skipped = ?, export_key = ? WHERE file_id = ?",
                              [parsed.skipped, parsed.meta.get("export_key"), file_id])
+        self._record_unknown(file_id, rel, parsed)
         return rows_in
+
+    def _record_unknown(self, file_id: int, rel: str, parsed: Parsed) -> None:
+        """The guard's findings for the file (``_guard``): ops.unknown_fields, and the lines whose
+        token-looking unknown value is not zero in ops.unknown_field_lines."""
+        found = parsed.meta.get("unknown_fields")
+        if found is None or not found.rows:
+            return
+        con = self.con
+        con.register("_unknown_arrow", pa.Table.from_pylist(found.rows))
+        con.register("_unknown_lines_arrow", found.lines)
+        try:
+            con.execute("INSERT INTO ops.unknown_fields (file_id, source, file, path, first_line, records, token_like, "
+                        "nonzero_records, example, found_at) SELECT ?, ?, ?, path, first_line, records, token_like, "
+                        "nonzero_records, example, ? FROM _unknown_arrow", [file_id, parsed.format, rel, self.now])
+            con.execute("INSERT INTO ops.unknown_field_lines (file_id, line, path) SELECT ?, line, path FROM _unknown_lines_arrow",
+                        [file_id])
+        finally:
+            con.unregister("_unknown_arrow")
+            con.unregister("_unknown_lines_arrow")
 
     def _load_side(self, table: str, rows: pa.Table, file_id: int) -> None:
         """Insert the side rows whose main row (same ``line``) was just loaded as new."""

@@ -1,0 +1,212 @@
+"""The unknown-field guard (issue 44, item 3): which keys of a JSON source's records the parser does
+not read, per file, so that a new field is seen instead of silently dropped.
+
+DuckDB's ``read_json(columns=...)`` / ``json_transform`` and polars drop every key they were not
+told about (duckdb #15502, #25826; polars #29330): when Anthropic added
+``usage.output_tokens_details.thinking_tokens`` every Claude call lost its thinking and nothing
+said so. Each JSON parser declares, next to its parser, one :class:`KnownFields` built from the
+structure it reads (``known_fields(...)``): the paths it reads are the paths of that structure, so
+a field a parser starts to read is known the moment it is added there, with no second list.
+Beside them a parser may name, with a reason, documented fields it deliberately does not read
+(``ignored``: a total that is the sum of counts it reads, the response text, ...), and objects it
+does not walk (``open``: free-form maps such as ``metadata``).
+
+``scan(data, known)`` lists the keys of every walked object (the record itself and each object of
+the structure not declared open) in DuckDB (``json_keys`` with all the objects' paths: one JSON
+parse per line, no Python loop). Cost (docs/performance.md, "Unknown-field guard"): a file of at
+most :data:`SAMPLE_BYTES` is scanned whole; a larger one first on a sample (its first
+:data:`HEAD_BYTES` plus :data:`CHUNKS` evenly spaced slices of whole lines), and whole only when
+the sample shows an unknown key. A key absent from every sampled line of a large file is
+therefore missed (a key on 1 line in 10,000 spread evenly escapes a sample of ~5,000 lines with
+probability ~60 %; one that starts mid-file and stays is always seen).
+
+Each unknown path gets: the records carrying it, its first line, an example value (200 chars),
+whether it looks like a token count (:data:`TOKEN_LIKE`) and on how many records its value is
+not zero / empty. A token-looking path with a non-zero value makes those calls
+``partially_priced`` in ``marts.unpriced_usage`` (their lines: ``ops.unknown_field_lines``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import duckdb
+import pyarrow as pa
+
+# a file at most this large (decoded) is scanned whole; a larger one on a sample first
+SAMPLE_BYTES = 4 << 20
+HEAD_BYTES = 1 << 20
+CHUNKS = 64
+CHUNK_BYTES = 16 << 10
+
+# A path looks like a token count when one of its names does: *_tokens, *Tokens, *TokenCount,
+# *_token_count, or a *_tokens_details / *TokensDetails object (or anything under one); or when its
+# value is an object or array holding such a key (a new details object).
+TOKEN_NAME = r"(_tokens|Tokens|TokenCount|_token_count|_tokens_details|TokensDetails)"
+TOKEN_LIKE_PATH = r"(^|\.)[A-Za-z0-9_]*" + TOKEN_NAME + r"(\.|$)"
+TOKEN_LIKE_VALUE = r'"[A-Za-z0-9_]*' + TOKEN_NAME + r'"\s*:'
+EXAMPLE_CHARS = 200
+
+
+def token_like(path: str) -> bool:
+    """The Python twin of the SQL rule on a path (used for messages and tests)."""
+    return re.search(TOKEN_LIKE_PATH, path) is not None
+
+
+@dataclass(frozen=True)
+class KnownFields:
+    """What a JSON parser reads: ``paths`` (dotted, from the record's root), the objects whose keys
+    are checked (``walked``, '' = the record), and ``ignored``: documented paths it does not read,
+    each with the reason it is harmless."""
+
+    source: str
+    paths: frozenset[str]
+    walked: tuple[str, ...]
+    ignored: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def known(self) -> frozenset[str]:
+        return self.paths | frozenset(self.ignored)
+
+
+def known_fields(source: str, structure: dict, *, open_objects: tuple[str, ...] = (),
+                 ignored: dict[str, str] | None = None) -> KnownFields:
+    """The :class:`KnownFields` of a parser that reads ``structure`` (a json_transform structure:
+    {key: type or {sub-structure} or [element]}). Every key of it is a read path; every object is
+    walked except those in ``open_objects`` (free-form maps) and array elements."""
+    paths: set[str] = set()
+    walked: list[str] = [""]
+
+    def walk(prefix: str, spec: dict) -> None:
+        for key, sub in spec.items():
+            path = f"{prefix}{key}"
+            paths.add(path)
+            if isinstance(sub, dict) and path not in open_objects:
+                walked.append(path)
+                walk(path + ".", sub)
+
+    walk("", structure)
+    ignored = dict(ignored or {})
+    overlap = sorted(set(ignored) & paths)
+    if overlap:
+        raise ValueError(f"{source}: declared ignored but read: {overlap}")
+    return KnownFields(source, frozenset(paths), tuple(walked), ignored)
+
+
+@dataclass
+class Unknown:
+    """The guard's findings on one file: ``rows`` (one per unknown path: path, records, first_line,
+    example, token_like, nonzero_records) and ``lines`` (line, path) of the records whose
+    token-looking unknown path holds a non-zero value."""
+
+    rows: list[dict]
+    lines: pa.Table
+    sampled: bool  # the file was larger than SAMPLE_BYTES (its full pass ran because the sample showed a key)
+
+    def summary(self) -> str:
+        parts = []
+        for r in self.rows:
+            tag = ", token-looking -> partially priced" if r["token_like"] and r["nonzero_records"] else (
+                ", token-looking (all zero)" if r["token_like"] else "")
+            parts.append(f"{r['path']}: {r['records']} records{tag}")
+        return "; ".join(parts)
+
+
+def _lines(data: bytes) -> pa.Table:
+    from sources.requests import _lines as split  # noqa: PLC0415 - one line splitter for the JSONL sources
+
+    return split(data)
+
+
+def sample(data: bytes) -> bytes:
+    """The bytes the first look scans: the whole file when small, else its head and evenly spaced
+    slices, each made of whole lines."""
+    if len(data) <= SAMPLE_BYTES:
+        return data
+    out = [data[:data.rfind(b"\n", 0, HEAD_BYTES) + 1]]
+    step = (len(data) - HEAD_BYTES) // CHUNKS
+    for i in range(CHUNKS):
+        start = data.find(b"\n", HEAD_BYTES + i * step)
+        if start < 0:
+            break
+        end = data.rfind(b"\n", start + 1, start + 1 + CHUNK_BYTES)
+        if end > start:
+            out.append(data[start + 1:end + 1])
+    return b"".join(out)
+
+
+def _objects(known: KnownFields) -> tuple[list[str], list[str]]:
+    """(JSON paths, dotted prefixes) of the walked objects, in the same order."""
+    jpaths = ["$" + "".join(f'."{k}"' for k in w.split(".")) if w else "$" for w in known.walked]
+    prefixes = [f"{w}." if w else "" for w in known.walked]
+    return jpaths, prefixes
+
+
+_VALID = "json_valid(raw) AND json_type(raw) = 'OBJECT'"
+
+
+def _sample_unknown(con: duckdb.DuckDBPyConnection, known: KnownFields) -> set[str]:
+    jpaths, prefixes = _objects(known)
+    found: set[str] = set()
+    rows = con.execute(f"SELECT DISTINCT json_keys(raw, ?) FROM lines WHERE {_VALID}", [jpaths]).fetchall()
+    for (lists,) in rows:
+        for prefix, keys in zip(prefixes, lists, strict=True):
+            for k in keys or ():
+                if prefix + k not in known.known:
+                    found.add(prefix + k)
+    return found
+
+
+_FULL = f"""
+WITH objs AS (
+    SELECT line, raw, unnest(range(1, len($jpaths) + 1)) AS i, json_keys(raw, $jpaths) AS ks
+    FROM lines WHERE {_VALID}
+),
+keyed AS (
+    SELECT line, raw, $prefixes[i] || k AS path, $jpaths[i] || '."' || replace(k, '"', '\\"') || '"' AS jp
+    FROM (SELECT line, raw, i, unnest(ks[i]) AS k FROM objs)
+),
+unknown AS (
+    SELECT line, path, json_extract(raw, jp) AS val FROM keyed WHERE NOT list_contains($known, path)
+),
+judged AS (
+    SELECT line, path, CAST(val AS VARCHAR) AS val_text,
+           regexp_matches(path, $tl_path)
+           OR (json_type(val) IN ('OBJECT', 'ARRAY') AND regexp_matches(CAST(val AS VARCHAR), $tl_value)) AS token_like,
+           coalesce(trim(json_extract_string(val, '$')), '') NOT IN ('', '0', '0.0', 'null', 'false', '{{}}', '[]')
+               AS nonzero
+    FROM unknown
+)
+SELECT line, path, val_text, token_like, nonzero FROM judged
+"""
+
+
+def scan(data: bytes, known: KnownFields) -> Unknown | None:
+    """The unknown paths of a JSONL file's records (``data``: its decoded bytes), or None when every
+    key of every walked object is known (the usual file)."""
+    con = duckdb.connect()
+    try:
+        con.execute("SET preserve_insertion_order = true")
+        first = sample(data)
+        con.register("lines", _lines(first))
+        found = _sample_unknown(con, known)
+        if not found:
+            return None
+        if first is not data:
+            con.unregister("lines")
+            con.register("lines", _lines(data))
+        jpaths, prefixes = _objects(known)
+        con.execute(f"CREATE TEMP TABLE u AS {_FULL}", {
+            "jpaths": jpaths, "prefixes": prefixes, "known": sorted(known.known),
+            "tl_path": TOKEN_LIKE_PATH, "tl_value": TOKEN_LIKE_VALUE})
+        rows = con.execute(f"""
+            SELECT path, count(*) AS records, min(line) AS first_line,
+                   left(arg_min(val_text, line), {EXAMPLE_CHARS}) AS example, bool_or(token_like) AS token_like,
+                   count(*) FILTER (token_like AND nonzero) AS nonzero_records
+            FROM u GROUP BY path ORDER BY path""").fetchall()
+        lines = con.sql("SELECT DISTINCT line, path FROM u WHERE token_like AND nonzero ORDER BY line, path").to_arrow_table()
+    finally:
+        con.close()
+    cols = ("path", "records", "first_line", "example", "token_like", "nonzero_records")
+    return Unknown([dict(zip(cols, r, strict=True)) for r in rows], lines, len(data) > SAMPLE_BYTES)
