@@ -21,8 +21,9 @@ therefore missed (a key on 1 line in 10,000 spread evenly escapes a sample of ~5
 probability ~60 %; one that starts mid-file and stays is always seen).
 
 Each unknown path gets: the records carrying it, its first line, an example value (200 chars),
-whether it looks like a token count (:data:`TOKEN_LIKE`) and on how many records its value is
-not zero / empty. A token-looking path with a non-zero value makes those calls
+whether it looks like a token count (:data:`TOKEN_LIKE_PATH`) and on how many records its value
+is not zero / empty (a Gemini per-modality list, ``[{modality, tokenCount}]``, only when a
+modality other than TEXT has tokens: TEXT is the count the parser reads, at its price). A token-looking path with a non-zero value makes those calls
 ``partially_priced`` in ``marts.unpriced_usage`` (their lines: ``ops.unknown_field_lines``).
 """
 
@@ -174,8 +175,13 @@ judged AS (
     SELECT line, path, CAST(val AS VARCHAR) AS val_text,
            regexp_matches(path, $tl_path)
            OR (json_type(val) IN ('OBJECT', 'ARRAY') AND regexp_matches(CAST(val AS VARCHAR), $tl_value)) AS token_like,
-           coalesce(trim(json_extract_string(val, '$')), '') NOT IN ('', '0', '0.0', 'null', 'false', '{{}}', '[]')
-               AS nonzero
+           CASE WHEN json_type(val) = 'ARRAY' AND json_extract_string(val, '$[0].modality') IS NOT NULL
+                -- Gemini's per-modality list (ModalityTokenCount): TEXT is the count the parser reads,
+                -- priced at its price; only another modality with tokens is unpriced
+                THEN len(list_filter(json_extract(val, '$[*]'), lambda e: upper(coalesce(json_extract_string(e, '$.modality'), ''))
+                         <> 'TEXT' AND coalesce(json_extract_string(e, '$.tokenCount'), '0') NOT IN ('0', ''))) > 0
+                ELSE coalesce(trim(json_extract_string(val, '$')), '') NOT IN ('', '0', '0.0', 'null', 'false', '{{}}', '[]')
+           END AS nonzero
     FROM unknown
 )
 SELECT line, path, val_text, token_like, nonzero FROM judged
@@ -210,3 +216,30 @@ def scan(data: bytes, known: KnownFields) -> Unknown | None:
         con.close()
     cols = ("path", "records", "first_line", "example", "token_like", "nonzero_records")
     return Unknown([dict(zip(cols, r, strict=True)) for r in rows], lines, len(data) > SAMPLE_BYTES)
+
+
+# ops.unknown_fields by path over its files: (path, files, records, token_like, nonzero_records),
+# most records first. The run summary (thinktax/console.py) and the report read it.
+SUMMARY_SQL = """
+    SELECT path, count(DISTINCT file_id) AS files, sum(records) AS records, bool_or(token_like) AS token_like,
+           sum(nonzero_records) AS nonzero_records
+    FROM ops.unknown_fields GROUP BY path ORDER BY nonzero_records DESC, records DESC, path"""
+
+
+def summary_line(rows: list[tuple], files: int, shown: int = 5) -> str | None:
+    """One line for the run summary from SUMMARY_SQL's rows and the number of files that have any:
+    'unknown fields: 2 paths in 1 file (usage.output_tokens_details.foo_tokens: 3 calls,
+    token-looking -> 1 partially priced; shiny: 1 call)'; None when there are none."""
+    if not rows:
+        return None
+
+    def one(path: str, records: int, tl: bool, nonzero: int) -> str:
+        s = f"{path}: {records:,} call{'s' if records != 1 else ''}"
+        if tl and nonzero:
+            return s + f", token-looking -> {nonzero:,} partially priced"
+        return s + (", token-looking, all zero" if tl else "")
+
+    parts = [one(p, int(r), bool(t), int(n)) for p, _f, r, t, n in rows[:shown]]
+    more = f"; {len(rows) - shown} more: SELECT * FROM ops.unknown_fields" if len(rows) > shown else ""
+    return (f"unknown fields: {len(rows)} path{'s' if len(rows) != 1 else ''} in {files} file{'s' if files != 1 else ''} "
+            f"({'; '.join(parts)}{more})")
