@@ -22,8 +22,10 @@ probability ~60 %; one that starts mid-file and stays is always seen).
 
 Each unknown path gets: the records carrying it, its first line, an example value (200 chars),
 whether it looks like a token count (:data:`TOKEN_LIKE_PATH`) and on how many records its value
-is not zero / empty (a Gemini per-modality list, ``[{modality, tokenCount}]``, only when a
-modality other than TEXT has tokens: TEXT is the count the parser reads, at its price). A token-looking path with a non-zero value makes those calls
+is not zero / empty. A Gemini per-modality list (``[{modality, tokenCount}]``) is a breakdown of a
+count the parser reads, priced at that count's rate: it counts as non-zero only for the modalities
+the price sheets give another rate (LiteLLM's ``input_cost_per_audio_token``,
+``output_cost_per_image_token``): AUDIO tokens, or output tokens of any modality but TEXT. A token-looking path with a non-zero value makes those calls
 ``partially_priced`` in ``marts.unpriced_usage`` (their lines: ``ops.unknown_field_lines``).
 """
 
@@ -72,11 +74,12 @@ class KnownFields:
 
 
 def known_fields(source: str, structure: dict, *, open_objects: tuple[str, ...] = (),
-                 ignored: dict[str, str] | None = None) -> KnownFields:
+                 ignored: dict[str, str] | None = None, reads: tuple[str, ...] = ()) -> KnownFields:
     """The :class:`KnownFields` of a parser that reads ``structure`` (a json_transform structure:
     {key: type or {sub-structure} or [element]}). Every key of it is a read path; every object is
-    walked except those in ``open_objects`` (free-form maps) and array elements."""
-    paths: set[str] = set()
+    walked except those in ``open_objects`` (free-form maps) and array elements. ``reads``: dotted
+    paths the parser reads outside ``structure`` (e.g. with json_extract on the raw line)."""
+    paths: set[str] = set(reads)
     walked: list[str] = [""]
 
     def walk(prefix: str, spec: dict) -> None:
@@ -176,10 +179,15 @@ judged AS (
            regexp_matches(path, $tl_path)
            OR (json_type(val) IN ('OBJECT', 'ARRAY') AND regexp_matches(CAST(val AS VARCHAR), $tl_value)) AS token_like,
            CASE WHEN json_type(val) = 'ARRAY' AND json_extract_string(val, '$[0].modality') IS NOT NULL
-                -- Gemini's per-modality list (ModalityTokenCount): TEXT is the count the parser reads,
-                -- priced at its price; only another modality with tokens is unpriced
-                THEN len(list_filter(json_extract(val, '$[*]'), lambda e: upper(coalesce(json_extract_string(e, '$.modality'), ''))
-                         <> 'TEXT' AND coalesce(json_extract_string(e, '$.tokenCount'), '0') NOT IN ('0', ''))) > 0
+                -- Gemini's per-modality list (ModalityTokenCount): a breakdown of a count the parser
+                -- reads (promptTokenCount, candidatesTokenCount, ...), so its tokens are priced at that
+                -- count's rate. Unpriced only where the price sheet has another rate: AUDIO in
+                -- (input_cost_per_audio_token), and any output modality but TEXT (output_cost_per_image_token)
+                THEN len(list_filter(json_extract(val, '$[*]'), lambda e:
+                         coalesce(json_extract_string(e, '$.tokenCount'), '0') NOT IN ('0', '')
+                         AND (upper(coalesce(json_extract_string(e, '$.modality'), '')) = 'AUDIO'
+                              OR (suffix(path, 'candidatesTokensDetails')
+                                  AND upper(coalesce(json_extract_string(e, '$.modality'), '')) <> 'TEXT')))) > 0
                 ELSE coalesce(trim(json_extract_string(val, '$')), '') NOT IN ('', '0', '0.0', 'null', 'false', '{{}}', '[]')
            END AS nonzero
     FROM unknown
