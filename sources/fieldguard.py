@@ -82,15 +82,17 @@ def known_fields(source: str, structure: dict, *, open_objects: tuple[str, ...] 
     paths: set[str] = set(reads)
     walked: list[str] = [""]
 
-    def walk(prefix: str, spec: dict) -> None:
+    def walk(prefix: str, spec: dict, walking: bool) -> None:
         for key, sub in spec.items():
             path = f"{prefix}{key}"
             paths.add(path)
-            if isinstance(sub, dict) and path not in open_objects:
-                walked.append(path)
-                walk(path + ".", sub)
+            if isinstance(sub, dict):
+                inner = walking and path not in open_objects
+                if inner:
+                    walked.append(path)
+                walk(path + ".", sub, inner)  # an open object's keys the parser reads are read paths too
 
-    walk("", structure)
+    walk("", structure, True)
     ignored = dict(ignored or {})
     overlap = sorted(set(ignored) & paths)
     if overlap:
