@@ -32,6 +32,7 @@ the price sheets give another rate (LiteLLM's ``input_cost_per_audio_token``,
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 
 import duckdb
@@ -155,7 +156,11 @@ _VALID = "json_valid(raw) AND json_type(raw) = 'OBJECT'"
 def _sample_unknown(con: duckdb.DuckDBPyConnection, known: KnownFields) -> set[str]:
     jpaths, prefixes = _objects(known)
     found: set[str] = set()
-    rows = con.execute(f"SELECT DISTINCT json_keys(raw, ?) FROM lines WHERE {_VALID}", [jpaths]).fetchall()
+    try:  # one JSON parse per line; a line that is not JSON (the parser rejects it) fails the whole
+        # query, which then runs again skipping such lines (three parses per line)
+        rows = con.execute("SELECT DISTINCT json_keys(raw, ?) FROM lines WHERE raw <> ''", [jpaths]).fetchall()
+    except duckdb.Error:
+        rows = con.execute(f"SELECT DISTINCT json_keys(raw, ?) FROM lines WHERE {_VALID}", [jpaths]).fetchall()
     for (lists,) in rows:
         for prefix, keys in zip(prefixes, lists, strict=True):
             for k in keys or ():
@@ -198,12 +203,29 @@ SELECT line, path, val_text, token_like, nonzero FROM judged
 """
 
 
+_CON: list[duckdb.DuckDBPyConnection] = []
+_LOCK = threading.Lock()
+
+
+def _connection() -> duckdb.DuckDBPyConnection:
+    """One in-memory DuckDB for the guard, kept for the process: a new connection per file cost
+    50-90 ms, more than the scan of a small file."""
+    if not _CON:
+        con = duckdb.connect()
+        con.execute("SET preserve_insertion_order = true")
+        _CON.append(con)
+    return _CON[0]
+
+
 def scan(data: bytes, known: KnownFields) -> Unknown | None:
     """The unknown paths of a JSONL file's records (``data``: its decoded bytes), or None when every
     key of every walked object is known (the usual file)."""
-    con = duckdb.connect()
+    with _LOCK:
+        return _scan(_connection(), data, known)
+
+
+def _scan(con: duckdb.DuckDBPyConnection, data: bytes, known: KnownFields) -> Unknown | None:
     try:
-        con.execute("SET preserve_insertion_order = true")
         first = sample(data)
         con.register("lines", _lines(first))
         found = _sample_unknown(con, known)
@@ -213,7 +235,7 @@ def scan(data: bytes, known: KnownFields) -> Unknown | None:
             con.unregister("lines")
             con.register("lines", _lines(data))
         jpaths, prefixes = _objects(known)
-        con.execute(f"CREATE TEMP TABLE u AS {_FULL}", {
+        con.execute(f"CREATE OR REPLACE TEMP TABLE u AS {_FULL}", {
             "jpaths": jpaths, "prefixes": prefixes, "known": sorted(known.known),
             "tl_path": TOKEN_LIKE_PATH, "tl_value": TOKEN_LIKE_VALUE})
         rows = con.execute(f"""
@@ -223,7 +245,8 @@ def scan(data: bytes, known: KnownFields) -> Unknown | None:
             FROM u GROUP BY path ORDER BY path""").fetchall()
         lines = con.sql("SELECT DISTINCT line, path FROM u WHERE token_like AND nonzero ORDER BY line, path").to_arrow_table()
     finally:
-        con.close()
+        con.execute("DROP TABLE IF EXISTS u")
+        con.unregister("lines")
     cols = ("path", "records", "first_line", "example", "token_like", "nonzero_records")
     return Unknown([dict(zip(cols, r, strict=True)) for r in rows], lines, len(data) > SAMPLE_BYTES)
 
