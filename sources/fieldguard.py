@@ -14,11 +14,11 @@ does not walk (``open``: free-form maps such as ``metadata``).
 ``scan(data, known)`` lists the keys of every walked object (the record itself and each object of
 the structure not declared open) in DuckDB (``json_keys`` with all the objects' paths: one JSON
 parse per line, no Python loop). Cost (docs/performance.md, "Unknown-field guard"): a file of at
-most :data:`SAMPLE_BYTES` is scanned whole; a larger one first on a sample (its first
-:data:`HEAD_BYTES` plus :data:`CHUNKS` evenly spaced slices of whole lines), and whole only when
-the sample shows an unknown key. A key absent from every sampled line of a large file is
-therefore missed (a key on 1 line in 10,000 spread evenly escapes a sample of ~5,000 lines with
-probability ~60 %; one that starts mid-file and stays is always seen).
+most :data:`SMALL_BYTES` is scanned whole; a larger one first on a sample of 2 % of its bytes (its
+head and :data:`CHUNKS` evenly spaced slices of whole lines), and whole only when the sample shows
+an unknown key (a whole pass is ~25-50 % of the ingest's own time, the sample ~1 %). A key absent
+from every sampled line is therefore missed: a key on 1 line in 1,000 spread evenly escapes a
+5,000-line sample with probability e^-5 (0.7 %); one that starts mid-file and stays is seen.
 
 Each unknown path gets: the records carrying it, its first line, an example value (200 chars),
 whether it looks like a token count (:data:`TOKEN_LIKE_PATH`) and on how many records its value
@@ -36,13 +36,17 @@ import threading
 from dataclasses import dataclass, field
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
-# a file at most this large (decoded) is scanned whole; a larger one on a sample first
-SAMPLE_BYTES = 4 << 20
-HEAD_BYTES = 1 << 20
+# A file at most SMALL_BYTES (decoded) is scanned whole. A larger one is first scanned on a sample of
+# SAMPLE_SHARE of its bytes (at least SMALL_BYTES, at most MAX_SAMPLE_BYTES): half its head, half
+# CHUNKS evenly spaced slices, each of whole lines (at least one); whole only when the sample shows
+# an unknown key.
+SMALL_BYTES = 64 << 10
+SAMPLE_SHARE = 0.02
+MAX_SAMPLE_BYTES = 4 << 20
 CHUNKS = 64
-CHUNK_BYTES = 16 << 10
 
 # A path looks like a token count when one of its names does: *_tokens, *Tokens, *TokenCount,
 # *_token_count, or a *_tokens_details / *TokensDetails object (or anything under one); or when its
@@ -109,7 +113,7 @@ class Unknown:
 
     rows: list[dict]
     lines: pa.Table
-    sampled: bool  # the file was larger than SAMPLE_BYTES (its full pass ran because the sample showed a key)
+    sampled: bool  # the file was larger than SMALL_BYTES (its full pass ran because its sample showed a key)
 
     def summary(self) -> str:
         parts = []
@@ -129,18 +133,24 @@ def _lines(data: bytes) -> pa.Table:
 def sample(data: bytes) -> bytes:
     """The bytes the first look scans: the whole file when small, else its head and evenly spaced
     slices, each made of whole lines."""
-    if len(data) <= SAMPLE_BYTES:
+    if len(data) <= SMALL_BYTES:
         return data
-    out = [data[:data.rfind(b"\n", 0, HEAD_BYTES) + 1]]
-    step = (len(data) - HEAD_BYTES) // CHUNKS
+    target = min(MAX_SAMPLE_BYTES, max(SMALL_BYTES, int(len(data) * SAMPLE_SHARE)))
+    head = target // 2
+    out = [data[:data.rfind(b"\n", 0, head) + 1]]
+    step = (len(data) - head) // CHUNKS
+    width = max(1, (target - head) // CHUNKS)
     for i in range(CHUNKS):
-        start = data.find(b"\n", HEAD_BYTES + i * step)
-        if start < 0:
+        start = data.find(b"\n", head + i * step)  # the slice starts after a line end
+        if start < 0 or start + 1 >= len(data):
             break
-        end = data.rfind(b"\n", start + 1, start + 1 + CHUNK_BYTES)
-        if end > start:
-            out.append(data[start + 1:end + 1])
-    return b"".join(out)
+        end = data.rfind(b"\n", start + 1, start + 1 + width)
+        if end <= start:  # no whole line in the window: the next line, whole
+            end = data.find(b"\n", start + 1)
+            end = len(data) - 1 if end < 0 else end
+        out.append(data[start + 1:end + 1])
+    joined = b"".join(out)
+    return joined if joined.endswith(b"\n") else joined + b"\n"
 
 
 def _objects(known: KnownFields) -> tuple[list[str], list[str]]:
@@ -153,19 +163,22 @@ def _objects(known: KnownFields) -> tuple[list[str], list[str]]:
 _VALID = "json_valid(raw) AND json_type(raw) = 'OBJECT'"
 
 
-def _sample_unknown(con: duckdb.DuckDBPyConnection, known: KnownFields) -> set[str]:
+def _sample_unknown(con: duckdb.DuckDBPyConnection, known: KnownFields) -> set[int]:
+    """The files (``f`` of the table ``lines``) whose sampled lines hold a key not in ``known``."""
     jpaths, prefixes = _objects(known)
-    found: set[str] = set()
     try:  # one JSON parse per line; a line that is not JSON (the parser rejects it) fails the whole
         # query, which then runs again skipping such lines (three parses per line)
-        rows = con.execute("SELECT DISTINCT json_keys(raw, ?) FROM lines WHERE raw <> ''", [jpaths]).fetchall()
+        rows = con.execute("SELECT DISTINCT f, json_keys(raw, ?) FROM lines WHERE raw <> ''", [jpaths]).fetchall()
     except duckdb.Error:
-        rows = con.execute(f"SELECT DISTINCT json_keys(raw, ?) FROM lines WHERE {_VALID}", [jpaths]).fetchall()
-    for (lists,) in rows:
+        rows = con.execute(f"SELECT DISTINCT f, json_keys(raw, ?) FROM lines WHERE {_VALID}", [jpaths]).fetchall()
+    found: set[int] = set()
+    for f, lists in rows:
+        if f in found:
+            continue
         for prefix, keys in zip(prefixes, lists, strict=True):
-            for k in keys or ():
-                if prefix + k not in known.known:
-                    found.add(prefix + k)
+            if any(prefix + k not in known.known for k in keys or ()):
+                found.add(f)
+                break
     return found
 
 
@@ -220,20 +233,32 @@ def _connection() -> duckdb.DuckDBPyConnection:
 def scan(data: bytes, known: KnownFields) -> Unknown | None:
     """The unknown paths of a JSONL file's records (``data``: its decoded bytes), or None when every
     key of every walked object is known (the usual file)."""
+    return scan_many([data], known)[0]
+
+
+def scan_many(datas: list[bytes], known: KnownFields) -> list[Unknown | None]:
+    """``scan`` of several files: their samples in one query (a query per small file cost more
+    than its scan), then a full pass of each file whose sample shows an unknown key."""
     with _LOCK:
-        return _scan(_connection(), data, known)
-
-
-def _scan(con: duckdb.DuckDBPyConnection, data: bytes, known: KnownFields) -> Unknown | None:
-    try:
-        first = sample(data)
-        con.register("lines", _lines(first))
-        found = _sample_unknown(con, known)
-        if not found:
-            return None
-        if first is not data:
+        con = _connection()
+        tables = []
+        for i, d in enumerate(datas):
+            t = _lines(sample(d))
+            tables.append(t.append_column("f", pa.array(np.full(t.num_rows, i, dtype=np.int32))))
+        if not tables:
+            return []
+        con.register("lines", pa.concat_tables(tables))
+        try:
+            found = _sample_unknown(con, known)
+        finally:
             con.unregister("lines")
-            con.register("lines", _lines(data))
+        return [_full(con, d, known) if i in found else None for i, d in enumerate(datas)]
+
+
+def _full(con: duckdb.DuckDBPyConnection, data: bytes, known: KnownFields) -> Unknown | None:
+    """The full pass over one file: every unknown path, its records, first line, example value."""
+    con.register("lines", _lines(data))
+    try:
         jpaths, prefixes = _objects(known)
         con.execute(f"CREATE OR REPLACE TEMP TABLE u AS {_FULL}", {
             "jpaths": jpaths, "prefixes": prefixes, "known": sorted(known.known),
@@ -247,8 +272,10 @@ def _scan(con: duckdb.DuckDBPyConnection, data: bytes, known: KnownFields) -> Un
     finally:
         con.execute("DROP TABLE IF EXISTS u")
         con.unregister("lines")
+    if not rows:
+        return None
     cols = ("path", "records", "first_line", "example", "token_like", "nonzero_records")
-    return Unknown([dict(zip(cols, r, strict=True)) for r in rows], lines, len(data) > SAMPLE_BYTES)
+    return Unknown([dict(zip(cols, r, strict=True)) for r in rows], lines, len(data) > SMALL_BYTES)
 
 
 # ops.unknown_fields by path over its files: (path, files, records, token_like, nonzero_records),

@@ -344,6 +344,8 @@ class Ingestor:
         self._prepared: _Prepared | None = None  # files parsed ahead whose rows are classified (_prepare)
         self._written: list[Path] = []  # Parquet files of stg.requests written in the open transaction (parts.append)
         self._hashes: dict[str, tuple[str, str]] = {}  # table -> (temp table of hash(key) of its stored rows, key list)
+        # (rel, file identity) -> the unknown-field guard's finding, of a batch (_guard_many)
+        self._guarded: dict[tuple[str, str], object] = {}
 
     @property
     def specs(self) -> list[SourceSpec]:
@@ -531,7 +533,7 @@ class Ingestor:
         except SourceFormatError as exc:
             log.warning("%s: %s", rel, exc)
             return self._record_unreadable(rel, sha, folder, len(raw), mtime_ns, exc)
-        self._guard(spec, data, rel, parsed)
+        self._guard(spec, data, rel, sha, parsed)
         return self._load(rel, sha, folder, len(raw), mtime_ns, spec, parsed)
 
     def _already(self, rel: str, sha: str, mtime_ns: int | None) -> bool:
@@ -606,10 +608,24 @@ class Ingestor:
             self._drop_incoming(ran)
             log.warning("%s: %s", rel, exc)
             return self._record_unreadable(rel, sha, folder, len(raw), mtime_ns, exc)
-        self._guard(found, data, rel, parsed)
+        self._guard(found, data, rel, sha, parsed)
         return self._load(rel, sha, folder, len(raw), mtime_ns, found, parsed)
 
-    def _guard(self, spec: SourceSpec, data: bytes, rel: str, parsed: Parsed) -> None:
+    def _guard_many(self, spec: SourceSpec, items: list[tuple[bytes, str, str]]) -> None:
+        """The guard over a batch of small files parsed together (``_parse``): their samples in one
+        query, kept for ``_guard`` by (rel, file identity: ``file_identity``)."""
+        if spec.known_fields is None:
+            return
+        from sources.fieldguard import scan_many  # noqa: PLC0415 - with the parsers, when one is needed
+
+        try:
+            found = scan_many([d for d, _r, _h in items], spec.known_fields)
+        except duckdb.Error as exc:  # each file is then scanned on its own
+            log.debug("unknown-field guard over a batch of %d files: %s", len(items), exc)
+            return
+        self._guarded = {(r, h): f for (_d, r, h), f in zip(items, found, strict=True)}
+
+    def _guard(self, spec: SourceSpec, data: bytes, rel: str, sha: str, parsed: Parsed) -> None:
         """The unknown-field guard (sources/fieldguard.py) over a new file of a JSON source that
         declares the paths its parser reads: its findings ride in ``parsed.meta`` to the load, which
         writes them to ops.unknown_fields in the file's transaction (so a re-ingest, skipped, never
@@ -618,11 +634,14 @@ class Ingestor:
             return
         from sources.fieldguard import scan  # noqa: PLC0415 - with the parsers, when one is needed
 
-        try:
-            found = scan(data, spec.known_fields)
-        except duckdb.Error as exc:  # the guard is a warning, never a reason to refuse a file
-            log.warning("%s: the unknown-field guard could not read the file: %s", rel, exc)
-            return
+        if (rel, sha) in self._guarded:  # scanned with its batch (_guard_many)
+            found = self._guarded.pop((rel, sha))
+        else:
+            try:
+                found = scan(data, spec.known_fields)
+            except duckdb.Error as exc:  # the guard is a warning, never a reason to refuse a file
+                log.warning("%s: the unknown-field guard could not read the file: %s", rel, exc)
+                return
         if found is not None:
             parsed.meta["unknown_fields"] = found
             log.warning("%s: unknown fields (not read by the %s parser): %s", rel, spec.format, found.summary())
@@ -708,6 +727,7 @@ class Ingestor:
                 return spec.parse(data, rel, self.ctx)
             items = [(data, rel, sha), *self._next_of_format(spec, folders)]
             results = batch([(d, r) for d, r, _ in items], self.ctx)
+            self._guard_many(spec, items)
             for (_d, r, h), result in zip(items, results, strict=True):
                 self._ahead[r] = (h, self.ctx, result)
             try:

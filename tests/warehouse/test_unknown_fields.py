@@ -15,7 +15,9 @@ import duckdb
 import pytest
 
 from sources import fieldguard, requests
-from sources.fieldguard import SAMPLE_BYTES, known_fields, scan, token_like
+from sources.fieldguard import SMALL_BYTES, known_fields, scan, token_like
+
+BIG = 8 << 20  # a file sampled first (more than SMALL_BYTES)
 from tests.conftest import build_warehouse, real_sheet_landing
 from warehouse.db import migrate
 from warehouse.ingest import Ingestor
@@ -221,10 +223,10 @@ def test_gemini_audio_modality_is_partially_priced_text_is_not():
 def test_large_file_a_field_that_starts_mid_file_is_counted_exactly(monkeypatch):
     plain = json.dumps(call("p")) + "\n"
     with_foo = json.dumps(call("q", usage=FOO)) + "\n"
-    n = SAMPLE_BYTES // len(plain) + 2000  # more than SAMPLE_BYTES: sampled first
+    n = BIG // len(plain)
     half = n // 2
     data = (plain * half + with_foo * (n - half)).encode()
-    assert len(data) > SAMPLE_BYTES
+    assert len(data) > SMALL_BYTES
     found = scan(data, requests.KNOWN_FIELDS)
     assert found is not None and found.sampled
     # lines half+1 .. n carry it, all non-zero
@@ -235,12 +237,12 @@ def test_large_file_a_field_that_starts_mid_file_is_counted_exactly(monkeypatch)
 
 def test_large_clean_file_is_clean():
     plain = json.dumps(call("p")) + "\n"
-    data = (plain * (SAMPLE_BYTES // len(plain) + 100)).encode()
+    data = (plain * (BIG // len(plain))).encode()
     assert scan(data, requests.KNOWN_FIELDS) is None
 
 
 def test_sample_is_whole_lines_from_head_and_spread():
-    lines = [json.dumps(call(f"id{i:07d}")) for i in range(SAMPLE_BYTES // 150 * 3)]
+    lines = [json.dumps(call(f"id{i:07d}")) for i in range(BIG // 150)]
     data = ("\n".join(lines) + "\n").encode()
     s = fieldguard.sample(data)
     assert len(s) < len(data) and s.endswith(b"\n")
