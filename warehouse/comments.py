@@ -409,6 +409,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "file_id": _d("Id of the file (ops.ingested_files)", LABEL),
         "line": _d("Line of the call in its file (stg.requests.line)", "line number"),
         "path": _d("The token-looking unknown path the line carries with a non-zero value", LABEL),
+        "request_id": _d("The call, where one line holds several (an OTLP/JSON document line: the span's request id); "
+                         "NULL where the line is the call (per-request JSONL)", LABEL),
     },
     "ops.quarantine": {
         "file_id": _d("Id of the file (ops.ingested_files)", LABEL),

@@ -620,7 +620,7 @@ class Ingestor:
 
         try:
             found = scan_many([d for d, _r, _h in items], spec.known_fields)
-        except duckdb.Error as exc:  # each file is then scanned on its own
+        except (duckdb.Error, pa.ArrowException, UnicodeDecodeError) as exc:  # each file is then scanned on its own
             log.debug("unknown-field guard over a batch of %d files: %s", len(items), exc)
             return
         self._guarded = {(r, h): f for (_d, r, h), f in zip(items, found, strict=True)}
@@ -639,7 +639,7 @@ class Ingestor:
         else:
             try:
                 found = scan(data, spec.known_fields)
-            except duckdb.Error as exc:  # the guard is a warning, never a reason to refuse a file
+            except (duckdb.Error, pa.ArrowException, UnicodeDecodeError) as exc:  # a warning, never a reason to refuse a file
                 log.warning("%s: the unknown-field guard could not read the file: %s", rel, exc)
                 return
         if found is not None:
@@ -1113,8 +1113,9 @@ class Ingestor:
             con.execute("INSERT INTO ops.unknown_fields (file_id, source, file, path, first_line, records, token_like, "
                         "nonzero_records, example, found_at) SELECT ?, ?, ?, path, first_line, records, token_like, "
                         "nonzero_records, example, ? FROM _unknown_arrow", [file_id, parsed.format, rel, self.now])
-            con.execute("INSERT INTO ops.unknown_field_lines (file_id, line, path) SELECT ?, line, path FROM _unknown_lines_arrow",
-                        [file_id])
+            rid = "request_id" if "request_id" in found.lines.column_names else "NULL"
+            con.execute(f"INSERT INTO ops.unknown_field_lines (file_id, line, path, request_id) "
+                        f"SELECT ?, line, path, {rid} FROM _unknown_lines_arrow", [file_id])
         finally:
             con.unregister("_unknown_arrow")
             con.unregister("_unknown_lines_arrow")

@@ -41,6 +41,7 @@ partially_priced AS (
            u.path AS field, 'partially_priced' AS reason
     FROM ops.unknown_field_lines u
     JOIN stg.requests r ON r.file_id = u.file_id AND r.line = u.line
+                       AND (u.request_id IS NULL OR r.request_id = u.request_id)
     JOIN core.call_costs c ON c.request_id = r.request_id
 ),
 grouped AS (

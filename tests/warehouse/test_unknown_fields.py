@@ -251,3 +251,70 @@ def test_sample_is_whole_lines_from_head_and_spread():
     assert all(g in whole for g in got)  # every sampled line is a whole line of the file
     index = [int(json.loads(g)["request_id"][2:]) for g in got]
     assert index[0] == 0 and max(index) >= len(lines) * 0.95  # the head, and slices up to the end
+
+
+# ------------------------------------------------------------------ OTel (usage attributes) and batch files
+
+def _span(span_id: str, op: str, attrs: dict, parent: str = "") -> dict:
+    kv = [{"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+          for k, v in {"gen_ai.operation.name": op, **attrs}.items()]
+    return {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": span_id, "parentSpanId": parent, "name": op,
+            "kind": 3, "startTimeUnixNano": "1785412799000000000", "endTimeUnixNano": "1785412800000000000",
+            "attributes": kv}
+
+
+def test_otel_unknown_usage_attribute_partially_prices_only_its_own_span(tmp_path):
+    chat = {"gen_ai.provider.name": "anthropic", "gen_ai.request.model": MODEL,
+            "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 50}
+    doc = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "t"}, "spans": [
+        _span("aaaaaaaaaaaaaaaa", "invoke_agent", {"gen_ai.usage.foo_tokens": 9}),
+        _span("0000000000000001", "chat", {**chat, "gen_ai.response.id": "o1", "gen_ai.usage.foo_tokens": 9}, "aaaaaaaaaaaaaaaa"),
+        _span("0000000000000002", "chat", {**chat, "gen_ai.response.id": "o2", "gen_ai.usage.foo_tokens": 0}, "aaaaaaaaaaaaaaaa"),
+        _span("0000000000000003", "chat", {**chat, "gen_ai.response.id": "o3", "http.status": "ok"}, "aaaaaaaaaaaaaaaa"),
+    ]}]}]}
+    landing = real_sheet_landing(tmp_path, {})
+    (landing / "telemetry" / "otel").mkdir(parents=True)
+    (landing / "telemetry" / "otel" / "spans.jsonl").write_text(json.dumps(doc) + "\n")
+    con, _summary = build_warehouse(landing, tmp_path / "wh" / "thinktax.duckdb")
+    # 3 spans carry it (the agent's 9, o1's 9, o2's 0); http.status is outside the usage namespaces
+    assert con.sql("SELECT source, path, first_line, records, token_like, nonzero_records, example "
+                   "FROM ops.unknown_fields").fetchall() == [("otlp_json", "gen_ai.usage.foo_tokens", 1, 3, True, 2, "9")]
+    # every span is on line 1: only o1 is partially priced (the agent span is not a call, o2's is 0)
+    assert con.sql("SELECT reason, field, calls_or_hours FROM marts.unpriced_usage").fetchall() == [
+        ("partially_priced", "gen_ai.usage.foo_tokens", 1)]
+    assert con.sql("SELECT first_line FROM marts.unpriced_usage").fetchall() == [(1,)]
+    con.close()
+
+
+def test_otel_known_fields_are_the_names_it_reads():
+    from sources import otel  # noqa: PLC0415
+
+    for name in ("gen_ai.usage.input_tokens", "gen_ai.usage.reasoning.output_tokens", "llm.token_count.prompt",
+                 "gen_ai.usage.details.cache_write_tokens", "gen_ai.response.model"):
+        assert name in otel.KNOWN_FIELDS.paths
+    assert all(k in otel.KNOWN_FIELDS.paths for names in otel._COUNTS.values() for k in names.values())
+
+
+def test_openai_batch_line_with_a_new_usage_field(tmp_path):
+    from sources import requests_batch  # noqa: PLC0415
+
+    body = {"id": "chatcmpl-b1", "object": "chat.completion", "created": 1785412800, "model": "gpt-4o-2024-08-06",
+            "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
+                                     "completion_tokens_details": {"reasoning_tokens": 0, "foo_tokens": 3}}}
+    line = {"id": "batch_req_1", "custom_id": "c1", "response": {"status_code": 200, "request_id": "r", "body": body},
+            "error": None}
+    found = scan((json.dumps(line) + "\n").encode(), requests_batch._OPENAI_KNOWN)
+    assert [(r["path"], r["records"], r["nonzero_records"]) for r in found.rows] == [
+        ("response.body.usage.completion_tokens_details.foo_tokens", 1, 1)]
+
+
+@pytest.mark.parametrize("case", ["req_openai_batch_output", "req_anthropic_batch_results"])
+def test_batch_corpus_files_have_no_unknown_fields(case):
+    from sources import requests_batch  # noqa: PLC0415
+
+    known = {"req_openai_batch_output": requests_batch._OPENAI_KNOWN,
+             "req_anthropic_batch_results": requests_batch._ANTHROPIC_KNOWN}[case]
+    files = list((Path(__file__).resolve().parents[1] / "corpus" / case).rglob("*.jsonl"))
+    assert files
+    for f in files:
+        assert scan(f.read_bytes(), known) is None, f

@@ -16,5 +16,6 @@ CREATE TABLE IF NOT EXISTS ops.unknown_fields (
 CREATE TABLE IF NOT EXISTS ops.unknown_field_lines (
     file_id INTEGER NOT NULL,  -- ops.ingested_files.file_id
     line    BIGINT NOT NULL,   -- the line of the call in its file (stg.requests.line)
-    path    VARCHAR NOT NULL   -- the unknown token-looking path it carries with a non-zero value
+    path    VARCHAR NOT NULL,  -- the unknown token-looking path it carries with a non-zero value
+    request_id VARCHAR         -- the call, where a line holds several (an OTLP document line); NULL: the line is the call
 );
