@@ -630,18 +630,18 @@ class Ingestor:
         declares the paths its parser reads: its findings ride in ``parsed.meta`` to the load, which
         writes them to ops.unknown_fields in the file's transaction (so a re-ingest, skipped, never
         writes them twice)."""
-        if spec.known_fields is None or "unknown_fields" in parsed.meta:
-            return
-        from sources.fieldguard import scan  # noqa: PLC0415 - with the parsers, when one is needed
+        found = parsed.meta.get("unknown_fields")  # a parser that guards itself (OTel: sources/otel.py)
+        if found is None and spec.known_fields is not None:
+            from sources.fieldguard import scan  # noqa: PLC0415 - with the parsers, when one is needed
 
-        if (rel, sha) in self._guarded:  # scanned with its batch (_guard_many)
-            found = self._guarded.pop((rel, sha))
-        else:
-            try:
-                found = scan(data, spec.known_fields)
-            except (duckdb.Error, pa.ArrowException, UnicodeDecodeError) as exc:  # a warning, never a reason to refuse a file
-                log.warning("%s: the unknown-field guard could not read the file: %s", rel, exc)
-                return
+            if (rel, sha) in self._guarded:  # scanned with its batch (_guard_many)
+                found = self._guarded.pop((rel, sha))
+            else:
+                try:
+                    found = scan(data, spec.known_fields)
+                except (duckdb.Error, pa.ArrowException, UnicodeDecodeError) as exc:  # a warning, never a reason to refuse a file
+                    log.warning("%s: the unknown-field guard could not read the file: %s", rel, exc)
+                    return
         if found is not None:
             parsed.meta["unknown_fields"] = found
             log.warning("%s: unknown fields (not read by the %s parser): %s", rel, spec.format, found.summary())

@@ -263,7 +263,7 @@ def _span(span_id: str, op: str, attrs: dict, parent: str = "") -> dict:
             "attributes": kv}
 
 
-def test_otel_unknown_usage_attribute_partially_prices_only_its_own_span(tmp_path):
+def test_otel_unknown_usage_attribute_partially_prices_only_its_own_span(tmp_path, caplog):
     chat = {"gen_ai.provider.name": "anthropic", "gen_ai.request.model": MODEL,
             "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 50}
     doc = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "t"}, "spans": [
@@ -275,7 +275,11 @@ def test_otel_unknown_usage_attribute_partially_prices_only_its_own_span(tmp_pat
     landing = real_sheet_landing(tmp_path, {})
     (landing / "telemetry" / "otel").mkdir(parents=True)
     (landing / "telemetry" / "otel" / "spans.jsonl").write_text(json.dumps(doc) + "\n")
-    con, _summary = build_warehouse(landing, tmp_path / "wh" / "thinktax.duckdb")
+    with caplog.at_level(logging.WARNING, logger="thinktax.ingest"):
+        con, summary = build_warehouse(landing, tmp_path / "wh" / "thinktax.duckdb")
+    assert any("spans.jsonl: unknown fields" in r.message for r in caplog.records)
+    otel_file = [f for f in summary.files if f.file.endswith("spans.jsonl")][0]
+    assert [u["path"] for u in otel_file.unknown_fields] == ["gen_ai.usage.foo_tokens"]
     # 3 spans carry it (the agent's 9, o1's 9, o2's 0); http.status is outside the usage namespaces
     assert con.sql("SELECT source, path, first_line, records, token_like, nonzero_records, example "
                    "FROM ops.unknown_fields").fetchall() == [("otlp_json", "gen_ai.usage.foo_tokens", 1, 3, True, 2, "9")]
