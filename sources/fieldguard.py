@@ -82,22 +82,24 @@ def known_fields(source: str, structure: dict, *, open_objects: tuple[str, ...] 
                  ignored: dict[str, str] | None = None, reads: tuple[str, ...] = ()) -> KnownFields:
     """The :class:`KnownFields` of a parser that reads ``structure`` (a json_transform structure:
     {key: type or {sub-structure} or [element]}). Every key of it is a read path; every object is
-    walked except those in ``open_objects`` (free-form maps) and array elements. ``reads``: dotted
+    walked (its keys checked) except those in ``open_objects`` (free-form maps: only the objects the
+    structure declares inside them are walked) and array elements. ``reads``: dotted
     paths the parser reads outside ``structure`` (e.g. with json_extract on the raw line)."""
     paths: set[str] = set(reads)
     walked: list[str] = [""]
 
-    def walk(prefix: str, spec: dict, walking: bool) -> None:
+    def walk(prefix: str, spec: dict) -> None:
         for key, sub in spec.items():
             path = f"{prefix}{key}"
             paths.add(path)
             if isinstance(sub, dict):
-                inner = walking and path not in open_objects
-                if inner:
+                if path not in open_objects:
                     walked.append(path)
-                walk(path + ".", sub, inner)  # an open object's keys the parser reads are read paths too
+                # an open object's keys the parser reads are read paths too, and an object of the
+                # structure inside it (LiteLLM's metadata.usage_object) is walked
+                walk(path + ".", sub)
 
-    walk("", structure, True)
+    walk("", structure)
     ignored = dict(ignored or {})
     overlap = sorted(set(ignored) & paths)
     if overlap:

@@ -322,3 +322,35 @@ def test_batch_corpus_files_have_no_unknown_fields(case):
     assert files
     for f in files:
         assert scan(f.read_bytes(), known) is None, f
+
+
+# ------------------------------------------------------------------ LiteLLM spend logs
+
+def test_spendlogs_every_usage_object_path_read_is_known():
+    from sources import litellm_spendlogs as sl  # noqa: PLC0415
+
+    text = Path(sl.__file__).read_text()
+    read = set(re.findall(r"json_extract_string\(u, '\$\.([\w.]+)'\)", text))
+    assert len(read) >= 6
+    assert sorted(f"metadata.usage_object.{p}" for p in read if f"metadata.usage_object.{p}" not in sl.KNOWN_FIELDS.paths) == []
+    assert all(k in sl.KNOWN_FIELDS.paths for k in sl._STRUCTURE)
+
+
+def test_spendlogs_new_usage_object_field_and_the_corpus_file():
+    from sources import litellm_spendlogs as sl  # noqa: PLC0415
+
+    row = {"request_id": "s1", "call_type": "acompletion", "spend": 0.01, "total_tokens": 15, "prompt_tokens": 10,
+           "completion_tokens": 5, "startTime": "2026-07-30T12:00:00Z", "endTime": "2026-07-30T12:00:01Z",
+           "model": "gpt-4o", "custom_llm_provider": "openai", "api_base": "https://api.openai.com",
+           "metadata": {"anything": {"goes": 1}, "usage_object": {
+               "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
+               "completion_tokens_details": {"reasoning_tokens": 0, "foo_tokens": 2}}}}
+    found = scan((json.dumps(row) + "\n").encode(), sl.KNOWN_FIELDS)
+    assert [(r["path"], r["nonzero_records"]) for r in found.rows] == [
+        ("metadata.usage_object.completion_tokens_details.foo_tokens", 1)]
+    corpus = Path(__file__).resolve().parents[1] / "corpus" / "spendlogs_bad_rows"
+    files = list(corpus.rglob("*.jsonl"))
+    assert files
+    for f in files:
+        got = scan(f.read_bytes(), sl.KNOWN_FIELDS)
+        assert got is None or [r["path"] for r in got.rows if r["nonzero_records"]] == [], f
