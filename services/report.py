@@ -699,13 +699,18 @@ def _quality(con) -> str:
                             [[r["folder"], r["field"], r["reason"], count(r["records"]), r["first_at"]] for r in q], {3}))
     else:
         parts.append('<p class="ok">Nothing quarantined: every record of every file was read.</p>')
+    if _exists(con, "ops.unknown_fields"):
+        parts.append(_unknown_fields(con))
     if _exists(con, "marts.unpriced_usage"):
         up = _rows(con, """
-            SELECT serving, coalesce(provider, node_id, '') AS source, reported_model, reason, calls_or_hours,
+            SELECT serving, coalesce(provider, node_id, '') AS source, reported_model,
+                   reason || CASE WHEN reason = 'partially_priced' THEN ' (' || field || ' not priced)' ELSE '' END AS reason,
+                   calls_or_hours,
                    first_seen, last_seen
             FROM marts.unpriced_usage ORDER BY calls_or_hours DESC, source, reported_model LIMIT 15""")
         if up:
-            parts.append("<h3>Unpriced usage (costed at nothing until a price covers it)</h3>")
+            parts.append("<h3>Unpriced usage (costed at nothing until a price covers it; partially_priced: costed "
+                         "without the token count named)</h3>")
             parts.append(_table(["serving", "provider / node", "model", "reason", "calls or node-hours", "first seen",
                                  "last seen"],
                                 [[r["serving"], r["source"], r["reported_model"], r["reason"], count(r["calls_or_hours"]),
@@ -713,6 +718,21 @@ def _quality(con) -> str:
         else:
             parts.append('<p class="ok">No unpriced usage: every call and node-hour has a price.</p>')
     return "".join(parts)
+
+
+def _unknown_fields(con) -> str:  # noqa: ANN001
+    """Issue 44: the keys of landed JSON records their parser does not read (ops.unknown_fields)."""
+    rows = _rows(con, """
+        SELECT source, path, count(*) AS files, sum(records) AS records, bool_or(token_like) AS token_like,
+               sum(nonzero_records) AS nonzero, min(file || ':' || first_line) AS first_at, any_value(example) AS example
+        FROM ops.unknown_fields GROUP BY source, path ORDER BY nonzero DESC, records DESC, path LIMIT 15""")
+    if not rows:
+        return '<p class="ok">No unknown fields: every key of every JSON record landed is one its parser reads or names.</p>'
+    return ("<h3>Unknown fields (keys a parser does not read: a new provider field is dropped until it does)</h3>"
+            + _table(["source", "path", "files", "records", "token-looking", "records partially priced", "first at (file:line)",
+                      "example"],
+                     [[r["source"], r["path"], count(r["files"]), count(r["records"]), "yes" if r["token_like"] else "no",
+                       count(r["nonzero"]), r["first_at"], r["example"] or ""] for r in rows], {2, 3, 5}))
 
 
 def burndown_chart(team: str, month: dt.date, points: list[tuple[dt.date, float]], r: dict) -> str:

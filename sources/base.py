@@ -120,6 +120,9 @@ class SourceSpec:
     # set: the file is never read into memory; ``sniff`` sees its first (gunzipped) 64 KiB and
     # ``parse_path`` reads it by path (``parse`` is then only for callers that hold bytes)
     parse_path: PathParser | None = None
+    # the JSON paths the parser reads (sources/fieldguard.py ``known_fields``, declared next to the
+    # parser): the ingest lists every other key of each new file in ops.unknown_fields (issue 44)
+    known_fields: Any = None
 
     @property
     def key(self) -> tuple[str, ...] | None:

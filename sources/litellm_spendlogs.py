@@ -38,6 +38,7 @@ from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_t
 from sources.registry import SourceSpec
 from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS, PRINCIPALS, redact_sql, secret_checks_sql
 from sources.requests import _lines, tags_object_sql
+from sources.fieldguard import known_fields
 
 TABLE = "stg.requests"
 SIDE = "stg.reported_costs"
@@ -51,6 +52,31 @@ _STRUCTURE = {
     # issue 41: who made the call (schema.prisma: api_key is the hashed token, "not the actual Virtual Key")
     "api_key": "VARCHAR", "user": "VARCHAR", "end_user": "VARCHAR", "agent_id": "VARCHAR",
 }
+
+# The unknown-field guard (sources/fieldguard.py, issue 44): the row's columns read (_STRUCTURE), the
+# metadata keys and the usage object's counts read (_INTS, with json_extract: named here, beside
+# them), the other LiteLLM_SpendLogs columns (schema.prisma; none is a count or money) and the
+# usage object's totals. ``metadata`` is free-form: only its usage_object is walked.
+_USAGE_OBJECT = {
+    "prompt_tokens": "VARCHAR", "completion_tokens": "VARCHAR", "cache_read_input_tokens": "VARCHAR",
+    "cache_creation_input_tokens": "VARCHAR",
+    "prompt_tokens_details": {"cached_tokens": "VARCHAR", "cache_creation_tokens": "VARCHAR"},
+    "completion_tokens_details": {"reasoning_tokens": "VARCHAR"},
+}
+_COLUMN = "a LiteLLM_SpendLogs column without tokens or money (schema.prisma)"
+KNOWN_FIELDS = known_fields(
+    "litellm_spendlogs",
+    {**_STRUCTURE, "metadata": {"user_api_key_team_alias": "VARCHAR", "project_id": "VARCHAR", "usage_object": _USAGE_OBJECT}},
+    open_objects=("metadata",),
+    ignored={
+        "total_tokens": "a total: prompt_tokens + completion_tokens",
+        "metadata.usage_object.total_tokens": "a total: prompt_tokens + completion_tokens",
+        "metadata.usage_object.completion_tokens_details.accepted_prediction_tokens": "part of completion_tokens, billed at its price",
+        "metadata.usage_object.completion_tokens_details.rejected_prediction_tokens": "part of completion_tokens, billed at its price",
+        **{c: _COLUMN for c in ("request_duration_ms", "completionStartTime", "model_id", "model_group", "api_base",
+                                "cache_hit", "cache_key", "organization_id", "requester_ip_address", "messages",
+                                "response", "mcp_namespaced_tool_name", "proxy_server_request")},
+    })
 
 # (name, expression over the row j / usage object u, path named in a reject)
 _INTS = [
@@ -208,4 +234,4 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     return Parsed(TABLE, good.select(_OUT), rejects, "litellm_spendlogs", side={SIDE: side})
 
 
-SPECS = [SourceSpec("telemetry/litellm_spendlogs", "litellm_spendlogs", sniff, parse, TABLE)]
+SPECS = [SourceSpec("telemetry/litellm_spendlogs", "litellm_spendlogs", sniff, parse, TABLE, known_fields=KNOWN_FIELDS)]

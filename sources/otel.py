@@ -102,6 +102,7 @@ from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_t
 from sources.registry import SourceSpec
 from sources.contract import MAX_TOKENS_PER_CALL as MAX_TOKENS, PRINCIPALS, secret_checks_sql
 from sources.requests import _TIERS
+from sources.fieldguard import Unknown, known_fields
 
 TABLE = "stg.requests"
 SIDE = "stg.agent_spans"
@@ -167,6 +168,12 @@ _SCOPE_MEANINGS = (
     ("openlit.instrumentation.google_ai_studio", True, False),  # openlit: candidatesTokenCount, thoughts beside it
 )
 _WANTED = frozenset(_KEYS.values())
+# The unknown-field guard (issue 44, sources/fieldguard.py): span attributes are an open set, so the
+# guard watches the usage namespaces only. An attribute under one of these prefixes that is not in
+# _WANTED (the names read above: extend _COUNTS and the guard knows it) is an ops.unknown_fields row;
+# with a non-zero value on a model call, that call is partially priced.
+USAGE_NAMESPACES = ("gen_ai.usage.", "llm.token_count.")
+KNOWN_FIELDS = known_fields("otlp_json", {k: "VARCHAR" for k in sorted(_WANTED)})
 
 
 def _text(v) -> str | None:
@@ -202,11 +209,12 @@ def _documents(data: bytes, name: str) -> list[tuple[int, str]]:
     return records
 
 
-def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table, list[Reject]]:
+def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table, list[Reject], pa.Table]:
     """Parse each record with the OTLP JSON mapping; spans, their GenAI attributes and the
     resources' attributes as Arrow tables (the per-row decisions are SQL, in parse())."""
     sp = {k: [] for k in ("idx", "line", "trace_id", "span_id", "parent_span_id", "name", "start_ns", "end_ns", "res", "scope")}
     at = {"idx": [], "key": [], "value": []}
+    un = {"idx": [], "key": [], "value": []}  # usage attributes the parser does not read
     rs = {"res": [], "key": [], "value": []}
     rejects: list[Reject] = []
     res_n = 0
@@ -240,6 +248,10 @@ def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table,
                             at["idx"].append(i)
                             at["key"].append(kv.key)
                             at["value"].append(_text(kv.value))
+                        elif kv.key.startswith(USAGE_NAMESPACES):  # the unknown-field guard
+                            un["idx"].append(i)
+                            un["key"].append(kv.key)
+                            un["value"].append(_text(kv.value))
     spans = pa.table({
         "idx": pa.array(sp["idx"], pa.int64()), "line": pa.array(sp["line"], pa.int64()),
         "trace_id": pa.array(sp["trace_id"], pa.string()), "span_id": pa.array(sp["span_id"], pa.string()),
@@ -251,7 +263,9 @@ def _flatten(docs: list[tuple[int, str]]) -> tuple[pa.Table, pa.Table, pa.Table,
                       "value": pa.array(at["value"], pa.string())})
     res = pa.table({"res": pa.array(rs["res"], pa.int64()), "key": pa.array(rs["key"], pa.string()),
                     "value": pa.array(rs["value"], pa.string())})
-    return spans, attrs, res, rejects
+    unknown = pa.table({"idx": pa.array(un["idx"], pa.int64()), "key": pa.array(un["key"], pa.string()),
+                        "value": pa.array(un["value"], pa.string())})
+    return spans, attrs, res, rejects, unknown
 
 
 def _sql() -> str:
@@ -474,7 +488,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     docs = _documents(data, name)
     if not docs:
         raise SourceFormatError("empty file: no OTLP JSON lines")
-    spans, attrs, resources, rejects = _flatten(docs)
+    spans, attrs, resources, rejects, unknown_attrs = _flatten(docs)
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
@@ -486,6 +500,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
             "latest_ts": ctx.ingested_at.replace(tzinfo=None) + dt.timedelta(days=1),
         }).to_arrow_table()
         agents = con.sql(_AGENTS_QUERY).to_arrow_table()
+        unknown = _unknown(con, unknown_attrs) if unknown_attrs.num_rows else None
     finally:
         con.close()
     ok = pc.is_null(out["reject_reason"])
@@ -497,8 +512,31 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     # the agent spans of a document line are kept with its model calls (a side table: stored when one
     # of the line's calls is loaded as new, so a re-landed trace adds no second copy)
     side = {SIDE: agents} if agents.num_rows else {}
-    return Parsed(TABLE, good, rejects, "otlp_json", side=side,
-                  meta={"warnings": [] if out.num_rows else [f"{spans.num_rows} span(s), none a model call"]})
+    meta = {"warnings": [] if out.num_rows else [f"{spans.num_rows} span(s), none a model call"]}
+    if unknown is not None:
+        meta["unknown_fields"] = unknown
+    return Parsed(TABLE, good, rejects, "otlp_json", side=side, meta=meta)
 
 
+def _unknown(con: duckdb.DuckDBPyConnection, unknown_attrs: pa.Table) -> Unknown:
+    """The unknown-field guard's finding (sources/fieldguard.py) from the usage attributes no name of
+    _KEYS reads: one row per attribute name (records = spans carrying it), and the calls whose value
+    is not 0 by request id (a document line holds many spans: the line alone is not the call)."""
+    con.register("unknown_attrs", unknown_attrs)
+    per_span = """
+        SELECT s.line, u.key AS path, u.value, coalesce(r.value, s.trace_id || '-' || s.span_id) AS request_id,
+               coalesce(trim(u.value), '') NOT IN ('', '0', '0.0') AS nonzero, s.idx
+        FROM unknown_attrs u JOIN spans s USING (idx)
+        LEFT JOIN attrs r ON r.idx = u.idx AND r.key = 'gen_ai.response.id'"""
+    rows = con.execute(f"""
+        SELECT path, count(*) AS records, min(line) AS first_line, left(arg_min(value, (line, idx)), 200) AS example,
+               true AS token_like, count(*) FILTER (nonzero) AS nonzero_records
+        FROM ({per_span}) GROUP BY path ORDER BY path""").fetchall()
+    lines = con.sql(f"SELECT DISTINCT line, path, request_id FROM ({per_span}) WHERE nonzero ORDER BY line, path, request_id").to_arrow_table()
+    cols = ("path", "records", "first_line", "example", "token_like", "nonzero_records")
+    return Unknown([dict(zip(cols, r, strict=True)) for r in rows], lines, False)
+
+
+# the guard runs inside parse (the usage attributes are met there): KNOWN_FIELDS is for the tests and
+# docs, the Ingestor takes parse's finding from Parsed.meta
 SPECS = [SourceSpec("telemetry/otel", "otlp_json", sniff, parse, TABLE)]

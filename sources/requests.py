@@ -108,6 +108,7 @@ import pyarrow.compute as pc
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
 from sources.base import SourceSpec
+from sources.fieldguard import known_fields
 from sources.contract import MAX_TOKENS_PER_CALL, PRINCIPALS, REQUESTS, redact_sql, secret_checks_sql
 
 TABLE = "stg.requests"
@@ -202,6 +203,39 @@ _STRUCTURE = {
         **_GEMINI,
         **_CONVERSE,
     },
+}
+
+# The unknown-field guard (sources/fieldguard.py, issue 44): the paths this parser reads are those of
+# _STRUCTURE (extend _STRUCTURE and the guard knows the new path); ``metadata`` (a free-form map) and
+# boto3's ``ResponseMetadata`` envelope are not walked. Beside them, the documented fields of the
+# provider bodies this parser deliberately does not read, each with why it is harmless. A field
+# named in neither is an ops.unknown_fields row; a token-looking one with a non-zero value makes
+# its call partially priced (marts.unpriced_usage).
+_TOTAL = "a total: the sum of the counts read, not a bucket of its own"
+_BODY = "response body field without tokens or money (the text, the request's settings, timing)"
+_IGNORED = {
+    "usage.total_tokens": _TOTAL, "usage.totalTokenCount": _TOTAL, "usageMetadata.totalTokenCount": _TOTAL,
+    # OpenAI predicted outputs: both are part of completion_tokens and billed at its price
+    # (platform.openai.com/docs/guides/predicted-outputs)
+    "usage.completion_tokens_details.accepted_prediction_tokens": "part of completion_tokens, billed at its price",
+    "usage.completion_tokens_details.rejected_prediction_tokens": "part of completion_tokens, billed at its price",
+    # OpenAI Responses: the request's cap on output tokens, not a count
+    "max_output_tokens": "a request setting (the cap on output tokens), not a count",
+    **{k: _BODY for k in (
+        # OpenAI / Azure / DeepSeek Chat Completions
+        "choices", "created", "object", "system_fingerprint", "prompt_filter_results",
+        # OpenAI Responses
+        "background", "completed_at", "created_at", "error", "incomplete_details", "instructions",
+        "max_tool_calls", "parallel_tool_calls", "previous_response_id", "prompt_cache_key", "reasoning",
+        "safety_identifier", "status", "store", "temperature", "text", "tool_choice", "top_logprobs", "top_p",
+        "truncation", "conversation", "prompt", "prompt_cache_retention",
+        # Anthropic Messages (also Bedrock InvokeModel and Vertex AI rawPredict)
+        "content", "role", "stop_reason", "stop_sequence", "stop_details", "container",
+        # Bedrock Converse
+        "metrics", "stopReason", "additionalModelResponseFields", "trace", "performanceConfig",
+        # Gemini / Vertex AI generateContent
+        "candidates", "createTime", "promptFeedback", "modelStatus",
+    )},
 }
 
 # Each integer field: (output name, expression over the parsed struct j, json path for messages).
@@ -742,6 +776,8 @@ def run_lines(table: pa.Table, ctx: ParseContext, allow_empty: bool = False) -> 
 
 # Batch result files (sources/requests_batch.py) are JSONL with "usage" too, told apart by content:
 # sources/registry.py lists their specs before this one.
+KNOWN_FIELDS = known_fields("requests_jsonl", _STRUCTURE, open_objects=("metadata", "ResponseMetadata"), ignored=_IGNORED)
+
 SPECS = [
-    SourceSpec("telemetry/requests", "requests_jsonl", sniff, parse, TABLE),
+    SourceSpec("telemetry/requests", "requests_jsonl", sniff, parse, TABLE, known_fields=KNOWN_FIELDS),
 ]

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 
 from sources.base import ParseContext, Parsed, Reject, date_in_name, head_text
 from sources.base import SourceSpec
+from sources.fieldguard import known_fields
 
 _OPENAI = """
 SELECT line, raw,
@@ -110,7 +111,31 @@ def parse_anthropic(data: bytes, name: str, ctx: ParseContext) -> Parsed:
     return _parse(_ANTHROPIC, "anthropic_batch_results", data, name, ctx, {"ts": ts})
 
 
+def _known(source: str, wrap: list[str], envelope: dict) -> object:
+    """The unknown-field guard's known paths (sources/fieldguard.py) of a batch file: its envelope
+    (``envelope``, what _OPENAI / _ANTHROPIC read) with the request parser's own structure, open
+    objects and ignored fields under ``wrap`` (the path of the body in a line)."""
+    from sources import requests  # noqa: PLC0415
+
+    prefix = ".".join(wrap) + "."
+    structure: dict = requests._STRUCTURE
+    for key in reversed(wrap):
+        structure = {key: structure}
+    top = {**envelope, wrap[0]: {**envelope.get(wrap[0], {}), **structure[wrap[0]]}}
+    return known_fields(source, top, open_objects=(prefix + "metadata", prefix + "ResponseMetadata", "error", wrap[0] + ".error"),
+                        ignored={prefix + k: v for k, v in requests._IGNORED.items()})
+
+
+# what _OPENAI and _ANTHROPIC read of a line besides the body (the guard knows these paths)
+_OPENAI_KNOWN = _known("openai_batch_output", ["response", "body"],
+                       {"id": "VARCHAR", "custom_id": "VARCHAR", "error": {"message": "VARCHAR"},
+                        "response": {"status_code": "VARCHAR", "request_id": "VARCHAR"}})
+_ANTHROPIC_KNOWN = _known("anthropic_batch_results", ["result", "message"],
+                          {"custom_id": "VARCHAR", "result": {"type": "VARCHAR", "error": {"message": "VARCHAR"}}})
+
 SPECS = [
-    SourceSpec("telemetry/requests", "openai_batch_output", sniff_openai, parse_openai, "stg.requests"),
-    SourceSpec("telemetry/requests", "anthropic_batch_results", sniff_anthropic, parse_anthropic, "stg.requests"),
+    SourceSpec("telemetry/requests", "openai_batch_output", sniff_openai, parse_openai, "stg.requests",
+               known_fields=_OPENAI_KNOWN),
+    SourceSpec("telemetry/requests", "anthropic_batch_results", sniff_anthropic, parse_anthropic, "stg.requests",
+               known_fields=_ANTHROPIC_KNOWN),
 ]

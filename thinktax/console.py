@@ -110,6 +110,16 @@ def _usd(x) -> str:
     return "—" if x is None else f"${x:,.2f}"
 
 
+def _unknown_fields_line(con) -> str | None:  # noqa: ANN001
+    """The run summary's warning line on ops.unknown_fields (sources/fieldguard.py), or None."""
+    from sources.fieldguard import SUMMARY_SQL, summary_line  # noqa: PLC0415
+
+    if not con.sql("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'ops' AND table_name = 'unknown_fields'").fetchall()[0][0]:
+        return None
+    files = con.sql("SELECT count(DISTINCT file_id) FROM ops.unknown_fields").fetchall()[0][0]
+    return summary_line(con.sql(SUMMARY_SQL).fetchall(), files)
+
+
 def print_summary(warehouse: Path, console: Console | None = None) -> None:
     console = console or stdout_console()
     with read_only(warehouse) as con:
@@ -132,6 +142,7 @@ def print_summary(warehouse: Path, console: Console | None = None) -> None:
         ).fetchall()
         unpriced = con.sql("SELECT coalesce(sum(calls_or_hours), 0) FROM marts.unpriced_usage").fetchall()[0][0]
         scope = con.sql("SELECT full_rebuild, reason, days, tables FROM ops.build_scope").fetchall()
+        unknown = _unknown_fields_line(con)
     total, thinking = spend
     console.print(f"[bold]thinktax[/bold] — {span[0]} to {span[1]}: {span[2]:,} calls in {span[3]:,} tasks")
     console.print(f"files: {files[0]} ingested; rows in {files[1] or 0:,} = loaded {files[2] or 0:,} + duplicate {files[3] or 0:,} + quarantined {files[4] or 0:,}")
@@ -149,6 +160,8 @@ def print_summary(warehouse: Path, console: Console | None = None) -> None:
     console.print(t)
     if unpriced:
         console.print(f"[yellow]{unpriced:,} calls/node-hours could not be priced: SELECT * FROM marts.unpriced_usage[/yellow]")
+    if unknown:  # issue 44: keys a JSON parser does not read (ops.unknown_fields)
+        console.print(f"[yellow]{unknown}[/yellow]", markup=True, soft_wrap=True)
     console.print(f"warehouse: {warehouse}")
     from services.report import default_path  # noqa: PLC0415
 

@@ -60,6 +60,8 @@ TABLES: dict[str, str] = {
     # Table comments for tables that have no SQL file (ops tables come from warehouse/migrations,
     # marts not built yet get a contract description until their SQL file exists).
     "ops.ingested_files": "One row per landed file (by content, sha256): rows_in = rows_loaded + rows_duplicate + rows_quarantined + rows_skipped.",
+    "ops.unknown_fields": "The unknown-field guard (issue 44): one row per landed JSON file and key path its parser does not read.",
+    "ops.unknown_field_lines": "The calls carrying a token-looking unknown field with a non-zero value (partially priced). grain: file x line x path.",
     "ops.quarantine": "One row per rejected record (or per unreadable file, line NULL), with file, line, field and reason.",
     "ops.runs": "One row per thinktax run (build) that started; published_at is set when it was published.",
     "ops.settings": "The thinktax.toml settings of the run that built this snapshot (one row), as the SQL reads them.",
@@ -387,6 +389,28 @@ COLUMNS: dict[str, dict[str, str]] = {
                             "path, bytes and mtime are unchanged without reading it. NULL if the file changed "
                             "while it was read, or was ingested before this column existed",
                             "nanoseconds since 1970-01-01 UTC"),
+    },
+    "ops.unknown_fields": {
+        "file_id": _d("Id of the file (ops.ingested_files)", LABEL),
+        "source": _d("The parser's format, e.g. 'requests_jsonl'", LABEL),
+        "file": _d("Path relative to the landing folder", LABEL),
+        "path": _d("Dotted key path from the record's root that the parser does not read (nor declares harmless), "
+                   "e.g. 'usage.output_tokens_details.foo_tokens'", LABEL),
+        "first_line": _d("First line of the file that carries the path", "line number"),
+        "records": _d("Lines of the file that carry the path", COUNT),
+        "token_like": _d("The path looks like a token count: a name ending _tokens, Tokens, TokenCount, _token_count, "
+                         "or under a *_tokens_details / *TokensDetails object, or an object holding such a key", BOOL),
+        "nonzero_records": _d("Lines where the token-looking value is not 0 or empty: their calls are partially priced "
+                              "(marts.unpriced_usage)", COUNT),
+        "example": _d("The value on the first line, as JSON text (200 characters at most)", LABEL),
+        "found_at": _d("When the file was ingested", TS),
+    },
+    "ops.unknown_field_lines": {
+        "file_id": _d("Id of the file (ops.ingested_files)", LABEL),
+        "line": _d("Line of the call in its file (stg.requests.line)", "line number"),
+        "path": _d("The token-looking unknown path the line carries with a non-zero value", LABEL),
+        "request_id": _d("The call, where one line holds several (an OTLP/JSON document line: the span's request id); "
+                         "NULL where the line is the call (per-request JSONL)", LABEL),
     },
     "ops.quarantine": {
         "file_id": _d("Id of the file (ops.ingested_files)", LABEL),

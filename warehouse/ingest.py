@@ -109,6 +109,8 @@ class FileResult:
     rows_quarantined: int = 0
     message: str | None = None
     rows_skipped: int = 0  # records read and deliberately not kept (a cloud invoice's non-AI lines)
+    # the unknown-field guard's rows for the file (ops.unknown_fields: path, records, token_like, ...)
+    unknown_fields: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # Python ints whichever engine counted (the run's metadata takes no numpy integer: warehouse/plain.py)
@@ -133,6 +135,11 @@ class IngestSummary:
     @property
     def tables(self) -> set[str]:
         return {f.table for f in self.new_files if f.table}
+
+
+def _unknown_rows(parsed: Parsed) -> list[dict]:
+    found = parsed.meta.get("unknown_fields")
+    return list(found.rows) if found is not None else []
 
 
 def landing_files(landing: Path) -> list[Path]:
@@ -337,6 +344,8 @@ class Ingestor:
         self._prepared: _Prepared | None = None  # files parsed ahead whose rows are classified (_prepare)
         self._written: list[Path] = []  # Parquet files of stg.requests written in the open transaction (parts.append)
         self._hashes: dict[str, tuple[str, str]] = {}  # table -> (temp table of hash(key) of its stored rows, key list)
+        # (rel, file identity) -> the unknown-field guard's finding, of a batch (_guard_many)
+        self._guarded: dict[tuple[str, str], object] = {}
 
     @property
     def specs(self) -> list[SourceSpec]:
@@ -524,6 +533,7 @@ class Ingestor:
         except SourceFormatError as exc:
             log.warning("%s: %s", rel, exc)
             return self._record_unreadable(rel, sha, folder, len(raw), mtime_ns, exc)
+        self._guard(spec, data, rel, sha, parsed)
         return self._load(rel, sha, folder, len(raw), mtime_ns, spec, parsed)
 
     def _already(self, rel: str, sha: str, mtime_ns: int | None) -> bool:
@@ -598,7 +608,43 @@ class Ingestor:
             self._drop_incoming(ran)
             log.warning("%s: %s", rel, exc)
             return self._record_unreadable(rel, sha, folder, len(raw), mtime_ns, exc)
+        self._guard(found, data, rel, sha, parsed)
         return self._load(rel, sha, folder, len(raw), mtime_ns, found, parsed)
+
+    def _guard_many(self, spec: SourceSpec, items: list[tuple[bytes, str, str]]) -> None:
+        """The guard over a batch of small files parsed together (``_parse``): their samples in one
+        query, kept for ``_guard`` by (rel, file identity: ``file_identity``)."""
+        if spec.known_fields is None:
+            return
+        from sources.fieldguard import scan_many  # noqa: PLC0415 - with the parsers, when one is needed
+
+        try:
+            found = scan_many([d for d, _r, _h in items], spec.known_fields)
+        except (duckdb.Error, pa.ArrowException, UnicodeDecodeError) as exc:  # each file is then scanned on its own
+            log.debug("unknown-field guard over a batch of %d files: %s", len(items), exc)
+            return
+        self._guarded = {(r, h): f for (_d, r, h), f in zip(items, found, strict=True)}
+
+    def _guard(self, spec: SourceSpec, data: bytes, rel: str, sha: str, parsed: Parsed) -> None:
+        """The unknown-field guard (sources/fieldguard.py) over a new file of a JSON source that
+        declares the paths its parser reads: its findings ride in ``parsed.meta`` to the load, which
+        writes them to ops.unknown_fields in the file's transaction (so a re-ingest, skipped, never
+        writes them twice)."""
+        found = parsed.meta.get("unknown_fields")  # a parser that guards itself (OTel: sources/otel.py)
+        if found is None and spec.known_fields is not None:
+            from sources.fieldguard import scan  # noqa: PLC0415 - with the parsers, when one is needed
+
+            if (rel, sha) in self._guarded:  # scanned with its batch (_guard_many)
+                found = self._guarded.pop((rel, sha))
+            else:
+                try:
+                    found = scan(data, spec.known_fields)
+                except (duckdb.Error, pa.ArrowException, UnicodeDecodeError) as exc:  # a warning, never a reason to refuse a file
+                    log.warning("%s: the unknown-field guard could not read the file: %s", rel, exc)
+                    return
+        if found is not None:
+            parsed.meta["unknown_fields"] = found
+            log.warning("%s: unknown fields (not read by the %s parser): %s", rel, spec.format, found.summary())
 
     def _ingest_by_path(self, path: Path, rel: str, folder: str, specs: list[SourceSpec],
                         before: os.stat_result) -> FileResult:
@@ -681,6 +727,7 @@ class Ingestor:
                 return spec.parse(data, rel, self.ctx)
             items = [(data, rel, sha), *self._next_of_format(spec, folders)]
             results = batch([(d, r) for d, r, _ in items], self.ctx)
+            self._guard_many(spec, items)
             for (_d, r, h), result in zip(items, results, strict=True):
                 self._ahead[r] = (h, self.ctx, result)
             try:
@@ -887,7 +934,7 @@ class Ingestor:
         for w in parsed.meta.get("warnings", []):
             log.warning("%s: %s", rel, w)
         return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined,
-                          rows_skipped=parsed.skipped)
+                          rows_skipped=parsed.skipped, unknown_fields=_unknown_rows(parsed))
 
     def _prepare(self, spec: SourceSpec, items: list[tuple[str, str, Parsed | Exception]]) -> None:
         """Check and de-duplicate the rows of a batch of parsed files (rel, sha256, result) at once,
@@ -1027,7 +1074,8 @@ class Ingestor:
             self._prepared = None
         for w in parsed.meta.get("warnings", []):
             log.warning("%s: %s", rel, w)
-        return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined)
+        return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined,
+                          unknown_fields=_unknown_rows(parsed))
 
     def _record_loaded(self, file_id: int, rel: str, sha: str, folder: str, nbytes: int, mtime_ns: int | None,  # noqa: PLR0913
                        table: str, parsed: Parsed, loaded: int, dup: int, quarantined: int) -> int:
@@ -1049,7 +1097,28 @@ class Ingestor:
         if parsed.skipped or parsed.meta.get("export_key"):
             self.con.execute("UPDATE ops.ingested_files SET rows_skipped = ?, export_key = ? WHERE file_id = ?",
                              [parsed.skipped, parsed.meta.get("export_key"), file_id])
+        self._record_unknown(file_id, rel, parsed)
         return rows_in
+
+    def _record_unknown(self, file_id: int, rel: str, parsed: Parsed) -> None:
+        """The guard's findings for the file (``_guard``): ops.unknown_fields, and the lines whose
+        token-looking unknown value is not zero in ops.unknown_field_lines."""
+        found = parsed.meta.get("unknown_fields")
+        if found is None or not found.rows:
+            return
+        con = self.con
+        con.register("_unknown_arrow", pa.Table.from_pylist(found.rows))
+        con.register("_unknown_lines_arrow", found.lines)
+        try:
+            con.execute("INSERT INTO ops.unknown_fields (file_id, source, file, path, first_line, records, token_like, "
+                        "nonzero_records, example, found_at) SELECT ?, ?, ?, path, first_line, records, token_like, "
+                        "nonzero_records, example, ? FROM _unknown_arrow", [file_id, parsed.format, rel, self.now])
+            rid = "request_id" if "request_id" in found.lines.column_names else "NULL"
+            con.execute(f"INSERT INTO ops.unknown_field_lines (file_id, line, path, request_id) "
+                        f"SELECT ?, line, path, {rid} FROM _unknown_lines_arrow", [file_id])
+        finally:
+            con.unregister("_unknown_arrow")
+            con.unregister("_unknown_lines_arrow")
 
     def _load_side(self, table: str, rows: pa.Table, file_id: int) -> None:
         """Insert the side rows whose main row (same ``line``) was just loaded as new."""

@@ -219,6 +219,11 @@ def _ingest(context, config, thinktax, cfg, build_, engine: Engine) -> Iterator:
         for f in new:
             if f.status == "unreadable":
                 context.log.warning(f"{f.file}: unreadable, quarantined: {f.message}")
+            if f.unknown_fields:  # issue 44: keys its parser does not read (ops.unknown_fields)
+                from sources.fieldguard import summary_line  # noqa: PLC0415
+
+                rows = [(u["path"], 1, u["records"], u["token_like"], u["nonzero_records"]) for u in f.unknown_fields]
+                context.log.warning(f"{f.file}: {summary_line(rows, 1)}")
         # a config_json in the models.csv in force that names no landed file: said, never silently ignored
         unlanded = con.execute(_UNLANDED_CONFIGS).fetchall()
         for model, path in unlanded:

@@ -1,9 +1,10 @@
 -- Usage thinktax could not price, so it is never silently costed at $0. field names what in the
 -- record could not be priced ('model' for an API call, 'node_id' for a self-hosted one);
 -- first_file_id / first_line point at the first such record (ops.ingested_files names the file;
--- NULL for node-hours, which come from nodes.csv and the GPU sheets).
+-- NULL for node-hours, which come from nodes.csv and the GPU sheets). reason 'partially_priced': the
+-- calls were priced, but their record carries a token count (field: its path) that no price covers.
 -- @kind: full
--- @grain: one row per (serving, provider, reported model, node, reason).
+-- @grain: one row per (serving, provider, reported model, node, reason, field).
 WITH resolution AS (
     SELECT reported_provider, reported_model, unresolved_reason, provider_key FROM core.reported_models
 ),
@@ -32,11 +33,23 @@ node_hours AS (
     FROM core.node_hours_cost
     WHERE cost_micro_usd IS NULL
 ),
+-- issue 44, the unknown-field guard: a call whose record carries a token-looking key its parser does
+-- not read, with a non-zero value (ops.unknown_field_lines; ops.unknown_fields has the file's paths),
+-- is priced without those tokens. reason 'partially_priced', field = the key's path.
+partially_priced AS (
+    SELECT c.serving, c.provider, c.reported_model, c.node_id, c.ts, c.request_id,
+           u.path AS field, 'partially_priced' AS reason
+    FROM ops.unknown_field_lines u
+    JOIN stg.requests r ON r.file_id = u.file_id AND r.line = u.line
+                       AND (u.request_id IS NULL OR r.request_id = u.request_id)
+    JOIN core.call_costs c ON c.request_id = r.request_id
+),
 grouped AS (
     SELECT serving, provider, reported_model, node_id, reason, field,
            count(*) AS calls_or_hours, min(ts) AS first_seen, max(ts) AS last_seen,
            arg_min(request_id, (ts, request_id)) AS first_request_id
-    FROM (SELECT * FROM calls UNION ALL SELECT * FROM node_hours)
+    FROM (SELECT * FROM calls UNION ALL SELECT * FROM node_hours
+          UNION ALL SELECT serving, provider, reported_model, node_id, ts, request_id, field, reason FROM partially_priced)
     GROUP BY ALL
 ),
 final AS (

@@ -316,6 +316,9 @@ class SparkIngest:
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
         wanted = {name: table_ddl(name) for name in contract.TABLES}
         wanted |= {"ops.ingested_files": ops_ddl("ops.ingested_files"), "ops.quarantine": ops_ddl("ops.quarantine")}
+        # read by marts.unpriced_usage (issue 44); the Spark ingest does not run the unknown-field guard
+        # (sources/fieldguard.py), so on Spark its rows are those copied from the DuckDB build (load_staging)
+        wanted["ops.unknown_field_lines"] = ops_ddl("ops.unknown_field_lines")
         for name, ddl in wanted.items():
             if spark.catalog.tableExists(name):
                 kind = spark.catalog.getTable(name).tableType.upper()
