@@ -11,6 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from sources import prices_llm
@@ -100,11 +101,15 @@ def test_litellm_real_row_counts(old, new):
     # 140 entries without a text-token price + sample_spec + last_updated skipped.
     for p in (old, new):
         check_contract(p)
-    assert (old.rows.num_rows, len(old.rejects), old.meta["skipped"]) == (973, 0, 142)
-    assert old.meta["skipped_reasons"] == {"not_a_model": 2, "no_token_price": 140}
+    # Issue 44: entries priced only by modality or unit (per image, per second of video) are rows
+    # now, not skipped: 17 such entries in 2025-05-19 (973 + 17 rows, 142 - 17 skipped), 182 in
+    # 2026-07-24 plus one more kind (gemini/veo-3.1-lite-generate-preview's output_cost_per_second_1080p
+    # -> 'video_1080p'): 3,019 + 182 + 1 rows, 464 - 182 skipped (counted over the raw JSON).
+    assert (old.rows.num_rows, len(old.rejects), old.meta["skipped"]) == (973 + 17, 0, 142 - 17)
+    assert old.meta["skipped_reasons"] == {"not_a_model": 2, "no_token_price": 140 - 17}
     # 2026-07-24: 3,019 rows, 16 rejected as implausible (per-1K or per-1M prices typed into
     # LiteLLM's per-token fields: 13 wandb/*, azure_ai/jais-30b-chat, 2 watsonx/*), 464 skipped.
-    assert (new.rows.num_rows, len(new.rejects), new.meta["skipped"]) == (3019, 16, 464)
+    assert (new.rows.num_rows, len(new.rejects), new.meta["skipped"]) == (3019 + 182 + 1, 16, 464 - 182)
     assert new.meta["unrecognised_fields"] == {} and old.meta["unrecognised_fields"] == {}
 
 
@@ -113,7 +118,11 @@ def test_litellm_non_model_keys_skipped(old, new):
         models = set(p.rows.column("model").to_pylist())
         assert "sample_spec" not in models and "last_updated" not in models
         assert p.meta["skipped_reasons"]["not_a_model"] == 2  # exactly those two keys
-    assert "dall-e-3" not in set(old.rows.column("model").to_pylist())  # priced per image only
+    # issue 44: dall-e-3 (2026-07-24 sheet) is priced per image only ($0.04, input_cost_per_image of an
+    # image_generation entry)
+    dalle = new.rows.filter(pc.equal(new.rows["model"], "dall-e-3")).to_pylist()
+    assert [(r["price_kind"], r["input_usd_per_mtok"], r["usd_per_output_image"]) for r in dalle] == [
+        ("standard", None, Decimal("0.04"))]
 
 
 def test_litellm_effective_from_file_name(old, new):
@@ -194,8 +203,11 @@ def test_litellm_small_kinds(small):
         ("claude-sonnet-4-20250514", "cache_1hr"),
         ("deepseek/deepseek-reasoner", "standard"), ("gemini-2.5-flash-preview-04-17", "standard"),
         ("odd/unknown-suffix", "standard"), ("bad/priority-only", "standard"),
+        ("dall-e-3", "standard"),  # issue 44: output_cost_per_image 0.04 -> usd_per_output_image
     ])
-    assert small.meta["skipped"] == 4  # sample_spec, last_updated, dall-e-3 (per image), whisper-1 (per second)
+    assert got[("dall-e-3", "standard")]["usd_per_output_image"] == Decimal("0.04")
+    # sample_spec, last_updated, whisper-1 (per second of audio transcription: not a price thinktax reads)
+    assert small.meta["skipped"] == 3
     assert small.meta["unrecognised_fields"] == {"input_cost_per_token_weekend": 1}
     assert small.meta["effective_from"] == dt.date(2025, 6, 1)
 
