@@ -261,6 +261,9 @@ _LITELLM_BASE = {
 # an entry whose ``mode`` is the one named (LiteLLM spells an image model's per-image price
 # input_cost_per_image, and output_cost_per_second is also a text-to-speech price)
 _LITELLM_UNITS = {
+    # an image model's per-pixel price, on a key that names the size ('hd/1024-x-1024/dall-e-3'):
+    # x width x height is its price per image (LiteLLM's own rule for these keys)
+    "input_cost_per_pixel": ("usd_per_output_image@pixel", "image_generation"),
     "output_cost_per_image": ("usd_per_output_image", None),
     "input_cost_per_image": ("usd_per_output_image", "image_generation"),
     "output_cost_per_video_per_second": ("usd_per_output_video_second", None),
@@ -365,6 +368,11 @@ def parse_litellm(data: bytes, name: str, ctx: ParseContext) -> Parsed:
             target = _litellm_field(field)
             if target is None and value is not None:
                 target = _litellm_unit(field, entry.get("mode"))
+                if target and target[0] == "usd_per_output_image@pixel":
+                    if (not sized or not isinstance(value, (int, Decimal)) or isinstance(value, bool)
+                            or entry.get("input_cost_per_image") is not None or entry.get("output_cost_per_image") is not None):
+                        continue  # a per-image price given beside it wins
+                    target, value = ("usd_per_output_image", target[1]), Decimal(value) * int(sized[3]) * int(sized[4])
                 if target and sized:  # 'low/1024-x-1024/gpt-image-1.5': the model's per-image kind
                     if target[0] != "usd_per_output_image":
                         continue
@@ -643,7 +651,9 @@ def parse_thinktax_csv(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         for column in PRICE_COLUMNS:
             text = sheet.get(fields, column)
             if not text:
-                if column in _CSV_REQUIRED:
+                # issue 44: a row that gives a modality or per-unit price (an image / video model, a
+                # per-size / per-resolution kind) may leave the text-token prices empty (not priced)
+                if column in _CSV_REQUIRED and not any(sheet.get(fields, u) for u in UNIT_COLUMNS + MODALITY_COLUMNS):
                     reject(column, f"missing {column}")
                     bad = True
                     break

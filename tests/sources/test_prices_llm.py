@@ -102,14 +102,16 @@ def test_litellm_real_row_counts(old, new):
     for p in (old, new):
         check_contract(p)
     # Issue 44: entries priced only by modality or unit (per image, per second of video) are rows
-    # now, not skipped: 17 such entries in 2025-05-19 (973 + 17 rows, 142 - 17 skipped), 182 in
-    # 2026-07-24 plus one more kind (gemini/veo-3.1-lite-generate-preview's output_cost_per_second_1080p
-    # -> 'video_1080p'): 3,019 + 182 + 1 rows, 464 - 182 skipped (counted over the raw JSON).
-    assert (old.rows.num_rows, len(old.rejects), old.meta["skipped"]) == (973 + 17, 0, 142 - 17)
-    assert old.meta["skipped_reasons"] == {"not_a_model": 2, "no_token_price": 140 - 17}
+    # now, not skipped: 17 such entries in 2025-05-19, 182 in 2026-07-24 plus one more kind
+    # (gemini/veo-3.1-lite-generate-preview's output_cost_per_second_1080p -> 'video_1080p'), and 27
+    # in each sheet priced per pixel on a key naming the size ('hd/1024-x-1024/dall-e-3', no token
+    # price): old 973 + 17 + 27 rows, 142 - 44 skipped; new 3,019 + 182 + 1 + 27 rows, 464 - 209
+    # skipped (counted over the raw JSON).
+    assert (old.rows.num_rows, len(old.rejects), old.meta["skipped"]) == (973 + 17 + 27, 0, 142 - 44)
+    assert old.meta["skipped_reasons"] == {"not_a_model": 2, "no_token_price": 140 - 44}
     # 2026-07-24: 3,019 rows, 16 rejected as implausible (per-1K or per-1M prices typed into
     # LiteLLM's per-token fields: 13 wandb/*, azure_ai/jais-30b-chat, 2 watsonx/*), 464 skipped.
-    assert (new.rows.num_rows, len(new.rejects), new.meta["skipped"]) == (3019 + 182 + 1, 16, 464 - 182)
+    assert (new.rows.num_rows, len(new.rejects), new.meta["skipped"]) == (3019 + 182 + 1 + 27, 16, 464 - 209)
     assert new.meta["unrecognised_fields"] == {} and old.meta["unrecognised_fields"] == {}
 
 
@@ -121,8 +123,11 @@ def test_litellm_non_model_keys_skipped(old, new):
     # issue 44: dall-e-3 (2026-07-24 sheet) is priced per image only ($0.04, input_cost_per_image of an
     # image_generation entry)
     dalle = new.rows.filter(pc.equal(new.rows["model"], "dall-e-3")).to_pylist()
-    assert [(r["price_kind"], r["input_usd_per_mtok"], r["usd_per_output_image"]) for r in dalle] == [
-        ("standard", None, Decimal("0.04"))]
+    dalle = {r["price_kind"]: (r["input_usd_per_mtok"], r["usd_per_output_image"]) for r in dalle}
+    assert dalle["standard"] == (None, Decimal("0.04"))
+    # hd/1024-x-1024/dall-e-3: input_cost_per_pixel 7.629e-08 x 1024 x 1024 = 0.07999586304 -> 9 places
+    assert dalle["image_hd_1024x1024"] == (None, Decimal("0.079995863"))
+    assert len(dalle) == 7  # standard + hd / standard x 1024x1024, 1024x1792, 1792x1024
 
 
 def test_litellm_effective_from_file_name(old, new):
@@ -165,7 +170,9 @@ def test_litellm_other_real_rows(old, new):
     # rounded half-even to 9 places -> 2.999990000
     r = n[("databricks/databricks-claude-3-7-sonnet", "standard")]
     assert r["input_usd_per_mtok"] == Decimal("2.999990000")
-    assert new.meta["rounded"] == 31 and old.meta["rounded"] == 0
+    # issue 44: + the per-pixel prices x width x height with more than 9 places (20 of the 27
+    # per-pixel rows of 2026-07-24, 26 of 2025-05-19's; counted over the raw JSON)
+    assert new.meta["rounded"] == 31 + 20 and old.meta["rounded"] == 0 + 26
 
 
 def test_litellm_real_rejects_are_implausible_prices(new):
