@@ -235,3 +235,22 @@ def test_marts_carry_the_split(typed):
     row = typed.execute("SELECT sum(audio_cost_usd), sum(image_cost_usd), sum(video_cost_usd) FROM marts.cost_per_task").fetchone()
     # audio: 0.096 + 0.00051 + 0.00065; image: 0.000387 + 0.1665 + 0.16; video: 2.8
     assert row == (D("0.09716"), D("0.326887"), D("2.8"))
+
+
+def test_focus_rows_per_charge(typed):
+    rows = typed.execute(
+        "SELECT ResourceId, split_part(SkuPriceId, '|', -1) AS t, ConsumedQuantity, ConsumedUnit, BilledCost, ListUnitPrice "
+        "FROM marts.focus_costs WHERE x_Source = 'api_usage' ORDER BY ALL").fetchall()
+    got = {(r[0], r[1]): r[2:] for r in rows}
+    # gpt-4o-audio-preview: text input 200 (0.0005 -> 2.50 per 1M), text output 200 (0.002 -> 10.00),
+    # audio 1000 + 700 = 1700 tokens for 0.096 (0.096 / 0.0017 = 56.470588 USD per 1M, the blended rate)
+    assert got[("gpt-4o-audio-preview", "input")] == (D(200), "Tokens", D("0.0005"), D("2.5"))
+    assert got[("gpt-4o-audio-preview", "output")] == (D(200), "Tokens", D("0.002"), D("10"))
+    assert got[("gpt-4o-audio-preview", "audio")] == (D(1700), "Tokens", D("0.096"), D("56.470588"))
+    # dall-e-3: 2 images for 0.16; sora-2: 8 seconds for 0.80 (per-unit prices as ListUnitPrice)
+    assert got[("dall-e-3", "image")] == (D(2), "Images", D("0.16"), D("0.08"))
+    assert got[("sora-2", "video")] == (D(8), "Seconds", D("0.8"), D("0.1"))
+    # every API call's cost is in the FOCUS rows (to the micro-dollar per row)
+    total = typed.execute("SELECT sum(BilledCost) FROM marts.focus_costs WHERE x_Source = 'api_usage'").fetchone()[0]
+    calls = typed.execute("SELECT sum(cost_usd) FROM core.call_costs").fetchone()[0]
+    assert abs(total - calls) <= D("0.000001") * len(rows)
