@@ -29,16 +29,28 @@ Three formats, told apart by content (:data:`SPECS`, in sniffing order):
 
     A kind row holds only the fields the sheet gives for that kind (NULL otherwise; the staging
     table's NULL rule applies: cached/cache-write NULL = the input price, reasoning NULL = the
-    output price). Other fields (audio/image tokens, Databricks DBUs, per-second...) are not
-    text-token prices and are ignored; a field that looks like a token price with a suffix we do
-    not know is counted in ``meta["unrecognised_fields"]`` rather than guessed.
+    output price). Issue 44: the token prices by modality (``input_cost_per_audio_token``,
+    ``cache_read_input_audio_token_cost`` -- else ``cache_creation_input_audio_token_cost``,
+    LiteLLM's field for gpt-realtime's cached audio input --, ``input_cost_per_image_token``,
+    ``input_cost_per_video_token``, ``output_cost_per_audio_token``, ``output_cost_per_image_token``,
+    ``output_cost_per_video_token``) take the same suffixes; per-unit prices are USD per image
+    (``output_cost_per_image``; ``input_cost_per_image`` of an ``image_generation`` entry) and per
+    second of video (``output_cost_per_video_per_second``; ``output_cost_per_second`` of a
+    ``video_generation`` entry; ``output_cost_per_second_<res>`` -> kind ``video_<res>``). A key
+    naming quality and size (``[prefix/][quality/]W-x-H/model`` without token prices) is the
+    model's kind ``image_[<quality>_]<W>x<H>`` (its per-image price, else ``input_cost_per_pixel`` x
+    W x H). Other fields (per input image or second, Databricks DBUs, text-to-speech seconds...)
+    are ignored; a field that looks like a token price with a suffix we do not know is counted in
+    ``meta["unrecognised_fields"]`` rather than guessed.
     ``line`` is the physical line of the model's key in the file (rows of one model share it).
 
 ``openrouter_json`` -- OpenRouter ``GET /api/v1/models`` response
     ``{"data": [{"id": "openai/o3", "pricing": {"prompt": "0.000002", ...}}, ...]}``; prices are
     strings of USD per token. ``provider`` = the id's prefix before ``/``, ``model`` = the id.
     ``prompt``, ``completion``, ``internal_reasoning``, ``input_cache_read``, ``input_cache_write``
-    map to input, output, reasoning, cached input, cache write; one 'standard' row per model.
+    map to input, output, reasoning, cached input, cache write; ``audio``, ``audio_output``,
+    ``input_audio_cache`` to the audio prices and ``image_output`` (USD per image) to
+    usd_per_output_image (issue 44); one 'standard' row per model.
     ``"-1"`` marks router / variable pricing (e.g. ``openrouter/auto``): skipped, counted in
     ``meta["skipped"]``. ``"0"`` is a real free price -- except ``internal_reasoning = "0"`` next
     to a non-zero completion price, which OpenRouter lists for models that bill thinking as
@@ -54,7 +66,12 @@ Three formats, told apart by content (:data:`SPECS`, in sniffing order):
     ``effective_from`` (overrides the file-name date), ``cached_input_usd_per_mtok``,
     ``cache_write_usd_per_mtok``, ``reasoning_usd_per_mtok`` (empty -> NULL), ``currency``
     (empty -> USD; another currency needs a rate in ``ctx.fx_usd_per_unit`` and is converted
-    exactly), ``price_kind`` (default 'standard'), ``supports_reasoning`` (true/false).
+    exactly), ``price_kind`` (default 'standard'), ``supports_reasoning`` (true/false); issue 44:
+    the prices by modality (``audio_input_usd_per_mtok``, ``cached_audio_input_usd_per_mtok``,
+    ``image_input_usd_per_mtok``, ``video_input_usd_per_mtok``, ``audio_output_usd_per_mtok``,
+    ``image_output_usd_per_mtok``, ``video_output_usd_per_mtok``) and per unit
+    (``usd_per_output_image``, ``usd_per_output_video_second``); a row giving any of them may leave
+    the text-token prices empty.
     ``line`` is the physical line (header = line 1).
 
 Every format rejects a price that is not a finite number, is negative, or is above

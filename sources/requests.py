@@ -72,6 +72,23 @@ Pricing modifiers (columns of migration 100, all nullable; see docs/economics.md
   + misses not equal to ``prompt_tokens``: quarantined. ``deepseek-reasoner``'s chain of thought is
   ``completion_tokens_details.reasoning_tokens``, as OpenAI's.
 
+Usage by modality (issue 44; docs/contract.md "Usage by modality"): the non-text parts of the
+buckets, each part of the bucket it names and priced at its own rate: ``audio_input_tokens``,
+``image_input_tokens``, ``video_input_tokens`` (of the uncached input), ``cached_audio_input_tokens``
+(of the cached input), ``audio_output_tokens``, ``image_output_tokens``, ``video_output_tokens`` (of the
+visible output), from OpenAI Chat ``prompt_tokens_details`` / ``completion_tokens_details``
+(``audio_tokens``, ``image_tokens``, ``cached_tokens_details``), Responses and Images
+``input_tokens_details`` / ``output_tokens_details`` (an Images ``usage`` with
+``input_tokens_details.text_tokens`` and no ``output_tokens_details``: the output tokens are image
+tokens), Realtime ``input_token_details`` / ``output_token_details``, and Gemini
+``promptTokensDetails`` / ``candidatesTokensDetails`` / ``cacheTokensDetails`` (``[{modality,
+tokenCount}]``; google-genai's snake_case ``usage_metadata`` too). Units that are not tokens:
+``output_images`` (OpenAI Images ``data[]``, Imagen ``predictions[]``), ``output_video_seconds`` (a
+completed Sora video object's ``seconds``), with ``image_size`` / ``image_quality`` (top-level
+``size`` / ``quality``) and ``video_resolution`` (the shorter side of ``size``). A media response
+without ``usage`` is the ``media_units`` shape (buckets 0). A modality count above its bucket is
+quarantined.
+
 Provider names are kept as logged (lower case); core.provider_key maps aliases (aws.bedrock,
 gcp.vertex_ai, azure.ai.openai, ...) to one provider when the calls are priced.
 
