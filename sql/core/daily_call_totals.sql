@@ -6,7 +6,8 @@
 -- the token buckets are summed with, for priced API calls, each bucket's cost at the rate the call
 -- was priced at (core.call_costs rate_* columns: tier, long context, uplift applied): *_cost_usd;
 -- cache writes are split into 5-minute (cache_write_tokens - cache_write_1h_tokens) and 1-hour;
--- request_fees_usd = per-query fees. For a priced API call the bucket costs plus its fees are its
+-- request_fees_usd = per-query fees. For a priced API call the bucket costs (of the text tokens) plus
+-- its fees plus audio_cost_usd, image_cost_usd and video_cost_usd (issue 44) are its
 -- cost_usd (tests/commands/test_focus_validator.py checks it on every call of the demo); a call paid
 -- by provisioned throughput (price_basis 'provisioned') costs 0 per token, so its buckets cost 0
 -- (core.call_costs.on_demand_cost_usd keeps what they would have cost on demand).

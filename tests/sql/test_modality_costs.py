@@ -250,6 +250,12 @@ def test_focus_rows_per_charge(typed):
     # dall-e-3: 2 images for 0.16; sora-2: 8 seconds for 0.80 (per-unit prices as ListUnitPrice)
     assert got[("dall-e-3", "image")] == (D(2), "Images", D("0.16"), D("0.08"))
     assert got[("sora-2", "video")] == (D(8), "Seconds", D("0.8"), D("0.1"))
+    # core.daily_call_totals: the text buckets at the text rates + fees + the modality parts = cost_usd, exactly
+    exact = typed.execute("""SELECT sum(cost_usd), sum(uncached_input_cost_usd + cached_input_cost_usd + cache_write_5m_cost_usd
+                                 + cache_write_1h_cost_usd + thinking_cost_usd + output_cost_usd + request_fees_usd
+                                 + audio_cost_usd + image_cost_usd + video_cost_usd)
+                             FROM core.daily_call_totals WHERE serving = 'api' AND priced""").fetchone()
+    assert exact[0] == exact[1] == D("0.0985") + D("0.001207") + D("0.001075") + D("0.1667") + D("0.16") + D("0.8") + D("2")
     # every API call's cost is in the FOCUS rows (to the micro-dollar per row)
     total = typed.execute("SELECT sum(BilledCost) FROM marts.focus_costs WHERE x_Source = 'api_usage'").fetchone()[0]
     calls = typed.execute("SELECT sum(cost_usd) FROM core.call_costs").fetchone()[0]
