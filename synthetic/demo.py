@@ -450,7 +450,7 @@ def write_landing(landing: Path, spec: DemoSpec = DemoSpec()) -> dict[str, int]:
         '{"ts":"2026-08-08T23:59:02Z","request_id":"req-bad-2","model":"o3","provider":"openai","usage":{"prompt_tok\n'
     )
     # issue 44: a voice-agent team and an image step (synthetic/demo_modalities.py, its own seed)
-    files += demo_modalities.write(req, spec.start + dt.timedelta(days=spec.days - 1), spec.seed, spec.days)
+    files += demo_modalities.write(req, spec.start, spec.seed, spec.days)
     # issue 41: catalog/cost_centers.csv and nested agent traces (synthetic/demo_principals.py)
     demo_principals.write(landing, spec.start + dt.timedelta(days=spec.days - 1), spec.seed, spec.days)
     n_cloud = 0 if cloud_calls is None else cloud_calls.height

@@ -26,12 +26,13 @@ WITH calls AS (
            video_input_tokens, video_output_tokens, output_images, output_video_seconds,
            audio_cost_usd, image_cost_usd, video_cost_usd,
            -- issue 44: the text parts of the buckets are priced at the text rates; the non-text parts are
-           -- audio_cost_usd / image_cost_usd / video_cost_usd
+           -- audio_cost_usd / image_cost_usd / video_cost_usd. A rate the sheet does not give (a model
+           -- priced per image or second) is NULL: for a priced call its tokens are 0, so the term is 0
            CASE WHEN serving = 'api' AND cost_usd IS NOT NULL THEN struct_pack(
                i := core.usd_for_tokens(uncached_input_tokens - audio_input_tokens - image_input_tokens - video_input_tokens,
                                         coalesce(rate_input_usd_per_mtok, 0)),
                c := core.usd_for_tokens(cached_input_tokens - cached_audio_input_tokens, coalesce(rate_cached_input_usd_per_mtok, 0)),
-               w := core.usd_for_tokens(cache_write_tokens - coalesce(cache_write_1h_tokens, 0), rate_cache_write_usd_per_mtok),
+               w := core.usd_for_tokens(cache_write_tokens - coalesce(cache_write_1h_tokens, 0), coalesce(rate_cache_write_usd_per_mtok, 0)),
                w1 := CASE WHEN coalesce(cache_write_1h_tokens, 0) > 0
                           THEN core.usd_for_tokens(cache_write_1h_tokens, rate_cache_write_1h_usd_per_mtok) ELSE 0 END,
                r := core.usd_for_tokens(thinking_tokens, coalesce(rate_reasoning_usd_per_mtok, 0)),

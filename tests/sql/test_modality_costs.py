@@ -63,6 +63,9 @@ CALLS = [
      "progress": 100, "created_at": 1785412800, "seconds": "8", "size": "1280x720", "quality": "standard"},
     {"ts": TS, "provider": "openai", "id": "video_sora2pro_1", "object": "video", "model": "sora-2-pro", "status": "completed",
      "progress": 100, "created_at": 1785412800, "seconds": "4", "size": "1792x1024"},
+    # Vertex AI Imagen 3 predict: predictions[] one per image, no usage (the demo's image step)
+    {"ts": TS, "provider": "vertex_ai", "request_id": "imagen-1", "model": "imagen-3.0-generate-002",
+     "predictions": [{"bytesBase64Encoded": "iVBORw0KGgo=", "mimeType": "image/png"}] * 3},
 ]
 
 TYPED_CSV = """provider,model,price_kind,input_usd_per_mtok,cached_input_usd_per_mtok,output_usd_per_mtok,audio_input_usd_per_mtok,cached_audio_input_usd_per_mtok,image_input_usd_per_mtok,video_input_usd_per_mtok,audio_output_usd_per_mtok,image_output_usd_per_mtok,usd_per_output_image,usd_per_output_video_second
@@ -81,7 +84,7 @@ gemini,gemini-2.5-flash,0.30,0.03,2.50
 openai,gpt-image-1,5.00,1.25,40.00
 """
 LITELLM_KEYS = ("gpt-4o-audio-preview", "gemini/gemini-2.5-flash", "gpt-image-1", "high/1024-x-1024/gpt-image-1",
-                "dall-e-3", "hd/1024-x-1024/dall-e-3", "sora-2", "sora-2-pro")
+                "dall-e-3", "hd/1024-x-1024/dall-e-3", "sora-2", "sora-2-pro", "vertex_ai/imagen-3.0-generate-002")
 
 
 def _landing(root: Path, sheet_name: str, sheet_text: str) -> Path:
@@ -186,6 +189,8 @@ def test_real_litellm_sheet(litellm):
     # sora-2-pro gives one per-second price (0.30; sora-2-pro-high-res is a model of its own): 4 x 0.30
     # = 1.20, and the note says the 1024p video had no price of its own
     assert got["video_sora2pro_1"] == (D("1.2"), D(0), D(0), D("1.2"), None, False)
+    # vertex_ai/imagen-3.0-generate-002 (litellm_provider vertex_ai-image-models): 3 images x 0.04 = 0.12
+    assert got["imagen-1"] == (D("0.12"), D(0), D("0.12"), D(0), None, False)
     note = litellm.execute("SELECT price_note FROM core.call_costs WHERE request_id = 'video_sora2pro_1'").fetchone()[0]
     assert note == "no price for 1024p video on the sheet: the model's own per-second price"
 
@@ -203,7 +208,7 @@ def test_text_only_sheet_leaves_modalities_unpriced(text_only):
     # 40 x 5 = 0.0002 (the 4160 image output tokens are not priced at the 40.00 text output rate)
     assert got["img-gpt-image-1"] == (D("0.0002"), D(0), None, D(0), "image_input_tokens, image_output_tokens", False)
     # no sheet names dall-e-3 / sora: unpriced as before
-    for rid in ("img-dall-e-3", "video_sora2_1", "video_sora2pro_1"):
+    for rid in ("img-dall-e-3", "video_sora2_1", "video_sora2pro_1", "imagen-1"):
         assert got[rid][0] is None and got[rid][-1] is True
 
 
@@ -255,7 +260,8 @@ def test_focus_rows_per_charge(typed):
                                  + cache_write_1h_cost_usd + thinking_cost_usd + output_cost_usd + request_fees_usd
                                  + audio_cost_usd + image_cost_usd + video_cost_usd)
                              FROM core.daily_call_totals WHERE serving = 'api' AND priced""").fetchone()
-    assert exact[0] == exact[1] == D("0.0985") + D("0.001207") + D("0.001075") + D("0.1667") + D("0.16") + D("0.8") + D("2")
+    # 0.0985 + 0.001207 + 0.001075 + 0.1667 + 0.16 + 0.8 + 2 = 3.227482
+    assert exact[0] == exact[1] and exact[0] == D("3.227482")
     # every API call's cost is in the FOCUS rows (to the micro-dollar per row)
     total = typed.execute("SELECT sum(BilledCost) FROM marts.focus_costs WHERE x_Source = 'api_usage'").fetchone()[0]
     calls = typed.execute("SELECT sum(cost_usd) FROM core.call_costs").fetchone()[0]
