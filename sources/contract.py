@@ -98,7 +98,8 @@ def secret_checks_sql(fields: dict[str, str]) -> str:
         for expr, path in fields.items())
 
 
-USAGE_SHAPES = ("openai_chat", "openai_responses", "anthropic", "gemini", "litellm", "otel_genai", "bedrock_converse")
+USAGE_SHAPES = ("openai_chat", "openai_responses", "anthropic", "gemini", "litellm", "otel_genai", "bedrock_converse",
+                "media_units")
 # How a call is paid: per token (NULL / on_demand) or by a reservation (provisioned throughput)
 BILLINGS = ("on_demand", "provisioned")
 SERVICE_TIERS = ("standard", "flex", "priority", "scale", "batch")
@@ -395,6 +396,16 @@ def _fx_error(amount: str) -> tuple[Rule, dict[str, str]]:
 
 
 _TOKENS = "count of tokens"
+# issue 44: the non-text parts of a call's token buckets (stg.requests, core.calls, core.call_costs)
+MODALITY_TOKEN_COLUMNS = (
+    ("audio_input_tokens", "of uncached_input_tokens, audio tokens"),
+    ("image_input_tokens", "of uncached_input_tokens, image tokens"),
+    ("video_input_tokens", "of uncached_input_tokens, video tokens"),
+    ("cached_audio_input_tokens", "of cached_input_tokens, audio tokens"),
+    ("audio_output_tokens", "of output_tokens, audio tokens"),
+    ("image_output_tokens", "of output_tokens, image tokens"),
+    ("video_output_tokens", "of output_tokens, video tokens"),
+)
 
 REQUESTS = Table(
     "stg.requests",
@@ -457,6 +468,20 @@ REQUESTS = Table(
         col("agent_name", "VARCHAR", "gen_ai.agent.name of the nearest invoke_agent ancestor, or metadata.agent_name"),
         col("tags", "VARCHAR", "tags / labels as a JSON object text {key: value} (metadata.tags, LiteLLM request_tags)"),
         col("agent_span_id", "VARCHAR", "OTel: the span id of the call's nearest invoke_agent ancestor (stg.agent_spans)"),
+        # issue 44 (migration 300): usage by modality -- parts of the buckets above, priced at their
+        # own rates (never at the text rate); NULL = 0 (a call logged before these columns existed
+        # and the same call re-exported now are one row)
+        *[col(c, "BIGINT", f"{doc}; NULL = 0; {_TOKENS}", tokens_per_call(c, "a non-negative count"))
+          for c, doc in MODALITY_TOKEN_COLUMNS],
+        col("output_images", "BIGINT", "images the call generated (OpenAI Images data[], Gemini / Imagen "
+            "generated images); NULL = 0; count", between("output_images", 0, None, "a non-negative count of images")),
+        col("output_video_seconds", "DECIMAL(18,3)", "seconds of video the call generated (OpenAI Sora `seconds`, "
+            "Veo durationSeconds); NULL = 0", between("output_video_seconds", 0, None, "a non-negative duration")),
+        col("image_size", "VARCHAR", "size of the generated images as WIDTHxHEIGHT, e.g. '1024x1024'; NULL = not reported"),
+        col("image_quality", "VARCHAR", "quality of the generated images, lower case ('low', 'medium', 'high', "
+            "'standard', 'hd'); NULL = not reported"),
+        col("video_resolution", "VARCHAR", "resolution of the generated video, e.g. '720p', '1080p' "
+            "(the shorter side of its size); NULL = not reported"),
     ),
     key=("request_id",),
     day=("ts", None),
@@ -482,6 +507,15 @@ REPORTED_COSTS = Table(
 )
 
 _PRICE = "DECIMAL(18,9)"
+MODALITY_PRICE_COLUMNS = (
+    ("audio_input_usd_per_mtok", "USD per 1,000,000 audio input tokens"),
+    ("cached_audio_input_usd_per_mtok", "USD per 1,000,000 cached audio input tokens"),
+    ("image_input_usd_per_mtok", "USD per 1,000,000 image input tokens"),
+    ("video_input_usd_per_mtok", "USD per 1,000,000 video input tokens"),
+    ("audio_output_usd_per_mtok", "USD per 1,000,000 audio output tokens"),
+    ("image_output_usd_per_mtok", "USD per 1,000,000 image output tokens"),
+    ("video_output_usd_per_mtok", "USD per 1,000,000 video output tokens"),
+)
 LLM_PRICES = Table(
     "stg.llm_prices",
     "Price sheets as landed (history is built in core). grain: one row per (provider, model, price_kind) per sheet.",
@@ -512,6 +546,13 @@ LLM_PRICES = Table(
         *[col(c, "DECIMAL(9,6)", doc, between(c, 1, MAX_UPLIFT, "a regional-processing multiplier (1.1 = +10%)"))
           for c, doc in (("regional_uplift_eu", "price multiplier for calls processed in the EU (1.1 = +10%)"),
                          ("regional_uplift_us", "price multiplier for calls processed in the US (1.1 = +10%)"))],
+        # issue 44 (migration 300): prices by modality and unit; NULL = not given (the tokens or
+        # units are then unpriced, never priced at the text rate)
+        *[col(c, _PRICE, doc, usd_per_mtok(c)) for c, doc in MODALITY_PRICE_COLUMNS],
+        col("usd_per_output_image", _PRICE, "USD per generated image (of this kind's size and quality, if any)",
+            between("usd_per_output_image", 0, MAX_USD_PER_REQUEST, "a per-image price in USD")),
+        col("usd_per_output_video_second", _PRICE, "USD per second of generated video (of this kind's resolution, if any)",
+            between("usd_per_output_video_second", 0, MAX_USD_PER_REQUEST, "a per-second price in USD")),
     ),
     key=("provider", "model", "price_kind", "effective_from"),
 )

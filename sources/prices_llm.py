@@ -29,16 +29,28 @@ Three formats, told apart by content (:data:`SPECS`, in sniffing order):
 
     A kind row holds only the fields the sheet gives for that kind (NULL otherwise; the staging
     table's NULL rule applies: cached/cache-write NULL = the input price, reasoning NULL = the
-    output price). Other fields (audio/image tokens, Databricks DBUs, per-second...) are not
-    text-token prices and are ignored; a field that looks like a token price with a suffix we do
-    not know is counted in ``meta["unrecognised_fields"]`` rather than guessed.
+    output price). Issue 44: the token prices by modality (``input_cost_per_audio_token``,
+    ``cache_read_input_audio_token_cost`` -- else ``cache_creation_input_audio_token_cost``,
+    LiteLLM's field for gpt-realtime's cached audio input --, ``input_cost_per_image_token``,
+    ``input_cost_per_video_token``, ``output_cost_per_audio_token``, ``output_cost_per_image_token``,
+    ``output_cost_per_video_token``) take the same suffixes; per-unit prices are USD per image
+    (``output_cost_per_image``; ``input_cost_per_image`` of an ``image_generation`` entry) and per
+    second of video (``output_cost_per_video_per_second``; ``output_cost_per_second`` of a
+    ``video_generation`` entry; ``output_cost_per_second_<res>`` -> kind ``video_<res>``). A key
+    naming quality and size (``[prefix/][quality/]W-x-H/model`` without token prices) is the
+    model's kind ``image_[<quality>_]<W>x<H>`` (its per-image price, else ``input_cost_per_pixel`` x
+    W x H). Other fields (per input image or second, Databricks DBUs, text-to-speech seconds...)
+    are ignored; a field that looks like a token price with a suffix we do not know is counted in
+    ``meta["unrecognised_fields"]`` rather than guessed.
     ``line`` is the physical line of the model's key in the file (rows of one model share it).
 
 ``openrouter_json`` -- OpenRouter ``GET /api/v1/models`` response
     ``{"data": [{"id": "openai/o3", "pricing": {"prompt": "0.000002", ...}}, ...]}``; prices are
     strings of USD per token. ``provider`` = the id's prefix before ``/``, ``model`` = the id.
     ``prompt``, ``completion``, ``internal_reasoning``, ``input_cache_read``, ``input_cache_write``
-    map to input, output, reasoning, cached input, cache write; one 'standard' row per model.
+    map to input, output, reasoning, cached input, cache write; ``audio``, ``audio_output``,
+    ``input_audio_cache`` to the audio prices and ``image_output`` (USD per image) to
+    usd_per_output_image (issue 44); one 'standard' row per model.
     ``"-1"`` marks router / variable pricing (e.g. ``openrouter/auto``): skipped, counted in
     ``meta["skipped"]``. ``"0"`` is a real free price -- except ``internal_reasoning = "0"`` next
     to a non-zero completion price, which OpenRouter lists for models that bill thinking as
@@ -54,7 +66,12 @@ Three formats, told apart by content (:data:`SPECS`, in sniffing order):
     ``effective_from`` (overrides the file-name date), ``cached_input_usd_per_mtok``,
     ``cache_write_usd_per_mtok``, ``reasoning_usd_per_mtok`` (empty -> NULL), ``currency``
     (empty -> USD; another currency needs a rate in ``ctx.fx_usd_per_unit`` and is converted
-    exactly), ``price_kind`` (default 'standard'), ``supports_reasoning`` (true/false).
+    exactly), ``price_kind`` (default 'standard'), ``supports_reasoning`` (true/false); issue 44:
+    the prices by modality (``audio_input_usd_per_mtok``, ``cached_audio_input_usd_per_mtok``,
+    ``image_input_usd_per_mtok``, ``video_input_usd_per_mtok``, ``audio_output_usd_per_mtok``,
+    ``image_output_usd_per_mtok``, ``video_output_usd_per_mtok``) and per unit
+    (``usd_per_output_image``, ``usd_per_output_video_second``); a row giving any of them may leave
+    the text-token prices empty.
     ``line`` is the physical line (header = line 1).
 
 Every format rejects a price that is not a finite number, is negative, or is above
@@ -107,6 +124,9 @@ PRICE_COLUMNS = (
 MTOK_EXTRAS = ("cache_write_1h_usd_per_mtok",)
 FEE_COLUMNS = ("usd_per_request_fee", "web_search_usd_per_query_low", "web_search_usd_per_query_high")
 UPLIFT_COLUMNS = ("regional_uplift_eu", "regional_uplift_us")
+# issue 44: prices by modality (per million tokens) and per unit (USD per image / second of video)
+MODALITY_COLUMNS = tuple(c for c, _ in contract.MODALITY_PRICE_COLUMNS)
+UNIT_COLUMNS = ("usd_per_output_image", "usd_per_output_video_second")
 SCHEMA = contract.table(TABLE).arrow_schema()
 
 
@@ -172,7 +192,7 @@ class _Rows(RowsBase):
         c["currency"].append(currency)
         c["supports_reasoning"].append(supports_reasoning)
         c["source_format"].append(self.fmt)
-        for col in MTOK_EXTRAS + FEE_COLUMNS + UPLIFT_COLUMNS:
+        for col in MTOK_EXTRAS + FEE_COLUMNS + UPLIFT_COLUMNS + MODALITY_COLUMNS + UNIT_COLUMNS:
             c[col].append(prices.get(col))
 
 
@@ -242,7 +262,33 @@ _LITELLM_BASE = {
     "cache_read_input_token_cost": "cached_input_usd_per_mtok",
     "cache_creation_input_token_cost": "cache_write_usd_per_mtok",
     "output_cost_per_reasoning_token": "reasoning_usd_per_mtok",
+    # issue 44: token prices by modality (the same suffixes make price kinds)
+    "input_cost_per_audio_token": "audio_input_usd_per_mtok",
+    "cache_read_input_audio_token_cost": "cached_audio_input_usd_per_mtok",
+    # LiteLLM's gpt-realtime entry gives OpenAI's cached audio input price ($0.40/M,
+    # openai.com/api/pricing) under this name; OpenAI bills no cache writes
+    "cache_creation_input_audio_token_cost": "cached_audio_input_usd_per_mtok@creation",
+    "input_cost_per_image_token": "image_input_usd_per_mtok",
+    "input_cost_per_video_token": "video_input_usd_per_mtok",
+    "output_cost_per_audio_token": "audio_output_usd_per_mtok",
+    "output_cost_per_image_token": "image_output_usd_per_mtok",
+    "output_cost_per_video_token": "video_output_usd_per_mtok",
 }
+# per-unit prices (USD per image / per second, not scaled): field -> column; ``None`` = only for
+# an entry whose ``mode`` is the one named (LiteLLM spells an image model's per-image price
+# input_cost_per_image, and output_cost_per_second is also a text-to-speech price)
+_LITELLM_UNITS = {
+    # an image model's per-pixel price, on a key that names the size ('hd/1024-x-1024/dall-e-3'):
+    # x width x height is its price per image (LiteLLM's own rule for these keys)
+    "input_cost_per_pixel": ("usd_per_output_image@pixel", "image_generation"),
+    "output_cost_per_image": ("usd_per_output_image", None),
+    "input_cost_per_image": ("usd_per_output_image", "image_generation"),
+    "output_cost_per_video_per_second": ("usd_per_output_video_second", None),
+    "output_cost_per_second": ("usd_per_output_video_second", "video_generation"),
+}
+_UNIT_FIELD = re.compile(r"(" + "|".join(sorted(_LITELLM_UNITS, key=len, reverse=True)) + r")(?:_([0-9]+p))?")
+# an image model priced per image by quality and size: LiteLLM keys '[prefix/][quality/]W-x-H/model'
+_IMAGE_KEY = re.compile(r"((?:[a-z0-9_.-]+/)*?)(?:(low|medium|high|standard|hd)/)?([0-9]+)-x-([0-9]+)/([^/]+)")
 _LITELLM_FIELD = re.compile(r"(" + "|".join(_LITELLM_BASE) + r")((?:_[a-z0-9]+)*)")
 _QUALIFIER = re.compile(r"_(above_\d+k_tokens|above_1hr|batch_requests|batches|priority|flex|cache_hit)")
 _SERVICE = {"batches": "batch", "batch_requests": "batch", "priority": "priority", "flex": "flex"}
@@ -283,6 +329,20 @@ def _litellm_field(field: str) -> tuple[str, str] | None | bool:
     return column, "_".join(context + ttl + service) or "standard"
 
 
+def _litellm_unit(field: str, mode: Any) -> tuple[str, str] | None:
+    """A per-unit price field -> (column, price_kind): ``output_cost_per_second_1080p`` is kind
+    'video_1080p' (per second by resolution); None for any other field, or one of another mode."""
+    m = _UNIT_FIELD.fullmatch(field)
+    if not m:
+        return None
+    column, only_mode = _LITELLM_UNITS[m[1]]
+    if only_mode is not None and mode != only_mode:
+        return None
+    if m[2] and column != "usd_per_output_video_second":
+        return None
+    return column, f"video_{m[2]}" if m[2] else "standard"
+
+
 def sniff_litellm(data: bytes, name: str) -> bool:
     head = head_text(data, 65536)
     return (
@@ -318,8 +378,22 @@ def parse_litellm(data: bytes, name: str, ctx: ParseContext) -> Parsed:
             out.skipped["not_a_model"] += 1
             continue
         kinds: dict[str, dict[str, tuple[str, Any]]] = {}
+        sized = _IMAGE_KEY.fullmatch(model)
+        if sized and any(_litellm_field(f) for f, v in entry.items() if v is not None):
+            sized = None  # a sized key with token prices (azure/hd/1024-x-1024/dall-e-3) stays a model of its own
         for field, value in entry.items():
             target = _litellm_field(field)
+            if target is None and value is not None:
+                target = _litellm_unit(field, entry.get("mode"))
+                if target and target[0] == "usd_per_output_image@pixel":
+                    if (not sized or not isinstance(value, (int, Decimal)) or isinstance(value, bool)
+                            or entry.get("input_cost_per_image") is not None or entry.get("output_cost_per_image") is not None):
+                        continue  # a per-image price given beside it wins
+                    target, value = ("usd_per_output_image", target[1]), Decimal(value) * int(sized[3]) * int(sized[4])
+                if target and sized:  # 'low/1024-x-1024/gpt-image-1.5': the model's per-image kind
+                    if target[0] != "usd_per_output_image":
+                        continue
+                    target = (target[0], "image_" + (f"{sized[2]}_" if sized[2] else "") + f"{sized[3]}x{sized[4]}")
             if target is None or value is None:
                 continue
             if target is False:
@@ -330,6 +404,8 @@ def parse_litellm(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         if not kinds:
             out.skipped["no_token_price"] += 1
             continue
+        if sized:
+            model = sized[1] + sized[5]
         provider = entry.get("litellm_provider")
         if not isinstance(provider, str) or not provider.strip():
             out.rejects.append(Reject(line, "litellm_provider", f"model {model!r}: missing litellm_provider", _raw(entry)))
@@ -343,12 +419,18 @@ def parse_litellm(data: bytes, name: str, ctx: ParseContext) -> Parsed:
             hit = fields.pop("cached_input_usd_per_mtok@cache_hit", None)
             if hit is not None and "cached_input_usd_per_mtok" not in fields:
                 fields["cached_input_usd_per_mtok"] = hit
+            audio_hit = fields.pop("cached_audio_input_usd_per_mtok@creation", None)
+            if audio_hit is not None and "cached_audio_input_usd_per_mtok" not in fields:
+                fields["cached_audio_input_usd_per_mtok"] = audio_hit
             prices: dict[str, Decimal | None] = {}
             bad: Reject | None = None
             for column, (field, value) in fields.items():
                 numeric = isinstance(value, (int, Decimal)) and not isinstance(value, bool)
-                per_mtok = Decimal(value).scaleb(_MTOK) if numeric else value
-                price, reason = out.price(per_mtok, field)
+                if column in UNIT_COLUMNS:
+                    price, reason = out.fee(value)
+                else:
+                    per_mtok = Decimal(value).scaleb(_MTOK) if numeric else value
+                    price, reason = out.price(per_mtok, field)
                 if reason:
                     bad = Reject(line, field, f"model {model!r} ({kind}): {field}: {reason}", _raw({field: value}))
                     break
@@ -442,6 +524,15 @@ _OPENROUTER_FIELDS = {
     "internal_reasoning": "reasoning_usd_per_mtok",
     "input_cache_read": "cached_input_usd_per_mtok",
     "input_cache_write": "cache_write_usd_per_mtok",
+    # issue 44 (openrouter.ai/docs, models API "Pricing": audio = per audio input token,
+    # audio_output = per audio output token, input_audio_cache = per cached audio input token,
+    # image_output = per output image). Not read: image (per input image) -- no request shape
+    # reports a count of input images, their tokens are in the prompt -- and image_token, whose
+    # side (input or output) the reference does not say.
+    "audio": "audio_input_usd_per_mtok",
+    "audio_output": "audio_output_usd_per_mtok",
+    "input_audio_cache": "cached_audio_input_usd_per_mtok",
+    "image_output": "usd_per_output_image",
 }
 
 
@@ -494,7 +585,10 @@ def parse_openrouter(data: bytes, name: str, ctx: ParseContext) -> Parsed:
             except ValueError as exc:
                 bad = Reject(n, f"pricing.{field}", f"model {model!r}: {exc}", _raw(pricing))
                 break
-            price, reason = out.price(per_token.scaleb(_MTOK), field)
+            if column in UNIT_COLUMNS:
+                price, reason = out.fee(per_token)
+            else:
+                price, reason = out.price(per_token.scaleb(_MTOK), field)
             if reason:
                 bad = Reject(n, f"pricing.{field}", f"model {model!r}: pricing.{field}: {reason}", _raw(pricing))
                 break
@@ -574,7 +668,9 @@ def parse_thinktax_csv(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         for column in PRICE_COLUMNS:
             text = sheet.get(fields, column)
             if not text:
-                if column in _CSV_REQUIRED:
+                # issue 44: a row that gives a modality or per-unit price (an image / video model, a
+                # per-size / per-resolution kind) may leave the text-token prices empty (not priced)
+                if column in _CSV_REQUIRED and not any(sheet.get(fields, u) for u in UNIT_COLUMNS + MODALITY_COLUMNS):
                     reject(column, f"missing {column}")
                     bad = True
                     break
@@ -594,7 +690,7 @@ def parse_thinktax_csv(data: bytes, name: str, ctx: ParseContext) -> Parsed:
                 bad = True
                 break
             prices[column] = price
-        for column in MTOK_EXTRAS + FEE_COLUMNS + UPLIFT_COLUMNS:
+        for column in MTOK_EXTRAS + FEE_COLUMNS + UPLIFT_COLUMNS + MODALITY_COLUMNS + UNIT_COLUMNS:
             if bad:
                 break
             text = sheet.get(fields, column)
@@ -608,7 +704,7 @@ def parse_thinktax_csv(data: bytes, name: str, ctx: ParseContext) -> Parsed:
                 break
             if column in UPLIFT_COLUMNS:
                 result, reason = out.uplift(value)
-            elif column in FEE_COLUMNS:
+            elif column in FEE_COLUMNS or column in UNIT_COLUMNS:
                 result, reason = out.fee(value * rate)
             else:
                 result, reason = out.price(value * rate, column)

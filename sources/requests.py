@@ -72,6 +72,23 @@ Pricing modifiers (columns of migration 100, all nullable; see docs/economics.md
   + misses not equal to ``prompt_tokens``: quarantined. ``deepseek-reasoner``'s chain of thought is
   ``completion_tokens_details.reasoning_tokens``, as OpenAI's.
 
+Usage by modality (issue 44; docs/contract.md "Usage by modality"): the non-text parts of the
+buckets, each part of the bucket it names and priced at its own rate: ``audio_input_tokens``,
+``image_input_tokens``, ``video_input_tokens`` (of the uncached input), ``cached_audio_input_tokens``
+(of the cached input), ``audio_output_tokens``, ``image_output_tokens``, ``video_output_tokens`` (of the
+visible output), from OpenAI Chat ``prompt_tokens_details`` / ``completion_tokens_details``
+(``audio_tokens``, ``image_tokens``, ``cached_tokens_details``), Responses and Images
+``input_tokens_details`` / ``output_tokens_details`` (an Images ``usage`` with
+``input_tokens_details.text_tokens`` and no ``output_tokens_details``: the output tokens are image
+tokens), Realtime ``input_token_details`` / ``output_token_details``, and Gemini
+``promptTokensDetails`` / ``candidatesTokensDetails`` / ``cacheTokensDetails`` (``[{modality,
+tokenCount}]``; google-genai's snake_case ``usage_metadata`` too). Units that are not tokens:
+``output_images`` (OpenAI Images ``data[]``, Imagen ``predictions[]``), ``output_video_seconds`` (a
+completed Sora video object's ``seconds``), with ``image_size`` / ``image_quality`` (top-level
+``size`` / ``quality``) and ``video_resolution`` (the shorter side of ``size``). A media response
+without ``usage`` is the ``media_units`` shape (buckets 0). A modality count above its bucket is
+quarantined.
+
 Provider names are kept as logged (lower case); core.provider_key maps aliases (aws.bedrock,
 gcp.vertex_ai, azure.ai.openai, ...) to one provider when the calls are priced.
 
@@ -114,12 +131,28 @@ from sources.contract import MAX_TOKENS_PER_CALL, PRINCIPALS, REQUESTS, redact_s
 TABLE = "stg.requests"
 MAX_TOKENS = MAX_TOKENS_PER_CALL  # a count above it is a unit or logging error (sources/contract.py)
 
+# issue 44: Gemini's counts by modality, [{modality, tokenCount}] (REST, camelCase) or
+# [{modality, token_count}] (google-genai's model_dump(), snake_case): one struct for both spellings
+_MODALITY_LIST = [{"modality": "VARCHAR", "tokenCount": "VARCHAR", "token_count": "VARCHAR"}]
 # Gemini usageMetadata (camelCase), read at the top level or inside "usage"
 _GEMINI = {
     "promptTokenCount": "VARCHAR", "cachedContentTokenCount": "VARCHAR", "candidatesTokenCount": "VARCHAR",
     "thoughtsTokenCount": "VARCHAR", "toolUsePromptTokenCount": "VARCHAR", "trafficType": "VARCHAR",
     "serviceTier": "VARCHAR",
+    "promptTokensDetails": _MODALITY_LIST, "candidatesTokensDetails": _MODALITY_LIST, "cacheTokensDetails": _MODALITY_LIST,
 }
+# the same as google-genai's python SDK dumps it (response.model_dump(): usage_metadata, snake_case)
+_GEMINI_SNAKE = {
+    "prompt_token_count": "VARCHAR", "cached_content_token_count": "VARCHAR", "candidates_token_count": "VARCHAR",
+    "thoughts_token_count": "VARCHAR", "tool_use_prompt_token_count": "VARCHAR",
+    "prompt_tokens_details": _MODALITY_LIST, "candidates_tokens_details": _MODALITY_LIST,
+    "cache_tokens_details": _MODALITY_LIST,
+}
+# issue 44: OpenAI's token counts by modality (Chat *_tokens_details, Responses / Images
+# *_tokens_details, Realtime *_token_details)
+_OA_IN = {"audio_tokens": "VARCHAR", "image_tokens": "VARCHAR", "text_tokens": "VARCHAR",
+          "cached_tokens_details": {"audio_tokens": "VARCHAR", "image_tokens": "VARCHAR"}}
+_OA_OUT = {"audio_tokens": "VARCHAR", "image_tokens": "VARCHAR", "text_tokens": "VARCHAR"}
 # Amazon Bedrock Converse / ConverseStream TokenUsage (camelCase)
 _CONVERSE = {
     "inputTokens": "VARCHAR", "outputTokens": "VARCHAR", "totalTokens": "VARCHAR",
@@ -182,6 +215,13 @@ _STRUCTURE = {
     "output": [{"type": "VARCHAR"}],
     "tools": [{"type": "VARCHAR", "search_context_size": "VARCHAR"}],
     "usageMetadata": _GEMINI,
+    "usage_metadata": _GEMINI_SNAKE, "model_version": "VARCHAR", "response_id": "VARCHAR",
+    # issue 44: units that are not tokens. OpenAI Images: data[] (one per image), size, quality;
+    # Vertex AI Imagen predict: predictions[] (one per image); OpenAI Sora video object: object
+    # 'video', status, seconds, size
+    "data": [{"b64_json": "VARCHAR", "url": "VARCHAR"}],
+    "predictions": [{"bytesBase64Encoded": "VARCHAR", "gcsUri": "VARCHAR"}],
+    "object": "VARCHAR", "status": "VARCHAR", "seconds": "VARCHAR", "size": "VARCHAR", "quality": "VARCHAR",
     "metadata": {"team": "VARCHAR", "task_type": "VARCHAR", "task_id": "VARCHAR", "user_api_key_team_alias": "VARCHAR",
                  **{k: "VARCHAR" for keys in _PRINCIPAL_KEYS.values() for k in keys}, "tags": "JSON"},
     # OpenAI Responses: the response object's own `user` (platform.openai.com/docs/api-reference/responses/object)
@@ -191,16 +231,19 @@ _STRUCTURE = {
         "input_tokens": "VARCHAR", "output_tokens": "VARCHAR",
         "cache_read_input_tokens": "VARCHAR", "cache_creation_input_tokens": "VARCHAR",
         "thinking_tokens": "VARCHAR",
-        "prompt_tokens_details": {"cached_tokens": "VARCHAR", "cache_write_tokens": "VARCHAR"},
+        "prompt_tokens_details": {"cached_tokens": "VARCHAR", "cache_write_tokens": "VARCHAR", **_OA_IN},
         # DeepSeek (OpenAI-compatible chat): the cache hits and misses of prompt_tokens
         "prompt_cache_hit_tokens": "VARCHAR", "prompt_cache_miss_tokens": "VARCHAR",
-        "completion_tokens_details": {"reasoning_tokens": "VARCHAR"},
-        "input_tokens_details": {"cached_tokens": "VARCHAR", "cache_write_tokens": "VARCHAR"},
-        "output_tokens_details": {"reasoning_tokens": "VARCHAR", "thinking_tokens": "VARCHAR"},
+        "completion_tokens_details": {"reasoning_tokens": "VARCHAR", **_OA_OUT},
+        "input_tokens_details": {"cached_tokens": "VARCHAR", "cache_write_tokens": "VARCHAR", **_OA_IN},
+        "output_tokens_details": {"reasoning_tokens": "VARCHAR", "thinking_tokens": "VARCHAR", **_OA_OUT},
+        # OpenAI Realtime (response.done usage): input_token_details / output_token_details
+        "input_token_details": {"cached_tokens": "VARCHAR", **_OA_IN}, "output_token_details": _OA_OUT,
         "service_tier": "VARCHAR", "inference_geo": "VARCHAR",
         "cache_creation": {"ephemeral_5m_input_tokens": "VARCHAR", "ephemeral_1h_input_tokens": "VARCHAR"},
         "server_tool_use": {"web_search_requests": "VARCHAR"},
         **_GEMINI,
+        **{k: v for k, v in _GEMINI_SNAKE.items() if not k.endswith("_details")},
         **_CONVERSE,
     },
 }
@@ -238,6 +281,39 @@ _IGNORED = {
     )},
 }
 
+
+_G_LISTS = {"P": ("promptTokensDetails", "prompt_tokens_details"), "C": ("cacheTokensDetails", "cache_tokens_details"),
+            "O": ("candidatesTokensDetails", "candidates_tokens_details")}
+
+
+def _glist(which: str) -> str:
+    camel, snake = _G_LISTS[which]
+    return f"coalesce(j.usageMetadata.{camel}, j.usage.{camel}, j.usage_metadata.{snake})"
+
+
+def _gsum(which: str, modality: str) -> str:
+    """The tokens of one modality in a Gemini *TokensDetails list, as text (NULL: no list or none of
+    that modality). A count that is not a whole number is returned as it is, so the integer check
+    rejects the line naming it. google-genai may dump the enum as 'MediaModality.AUDIO'."""
+    lst = f"list_filter({_glist(which)}, lambda x: upper(x.modality) LIKE '%{modality}')"
+    return (f"CASE WHEN {_glist(which)} IS NOT NULL THEN coalesce("
+            f"list_filter(list_transform({lst}, lambda x: coalesce(x.tokenCount, x.token_count)), "
+            f"lambda v: NOT coalesce(regexp_full_match(v, '[0-9]{{1,18}}'), false))[1], "
+            f"CAST(list_sum(list_transform({lst}, lambda x: TRY_CAST(coalesce(x.tokenCount, x.token_count) AS BIGINT))) AS VARCHAR)) END")
+
+
+def _oa(side: str, field: str) -> str:
+    """coalesce( of an OpenAI modality count over Chat, Responses / Images and Realtime (left open)."""
+    if side == "in":
+        paths = ("prompt_tokens_details", "input_tokens_details", "input_token_details")
+    elif side == "cached":
+        paths = ("prompt_tokens_details.cached_tokens_details", "input_tokens_details.cached_tokens_details",
+                 "input_token_details.cached_tokens_details")
+    else:
+        paths = ("completion_tokens_details", "output_tokens_details", "output_token_details")
+    return "coalesce(" + ", ".join(f"j.usage.{p}.{field}" for p in paths)
+
+
 # Each integer field: (output name, expression over the parsed struct j, json path for messages).
 _INTS = {
     "p_prompt": ("j.usage.prompt_tokens", "usage.prompt_tokens"),
@@ -265,7 +341,8 @@ _INTS = {
                       "sql:CASE WHEN ds_hit_txt IS NOT NULL AND chat_cached_txt IS NULL THEN 'usage.prompt_cache_hit_tokens' "
                       "ELSE 'usage.prompt_tokens_details.cached_tokens' END"),
     "p_chat_reasoning": ("j.usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"),
-    "p_resp_cached": ("j.usage.input_tokens_details.cached_tokens", "usage.input_tokens_details.cached_tokens"),
+    "p_resp_cached": ("coalesce(j.usage.input_tokens_details.cached_tokens, j.usage.input_token_details.cached_tokens)",
+                      "usage.input_tokens_details.cached_tokens"),
     # OpenAI prompt caching writes (newer models): part of prompt_tokens / input_tokens, like cached_tokens
     "p_openai_cw": ("coalesce(j.usage.prompt_tokens_details.cache_write_tokens, j.usage.input_tokens_details.cache_write_tokens)",
                     "sql:CASE WHEN j_chat_cw THEN 'usage.prompt_tokens_details.cache_write_tokens' ELSE 'usage.input_tokens_details.cache_write_tokens' END"),
@@ -274,11 +351,33 @@ _INTS = {
     "p_cw_1h": ("j.usage.cache_creation.ephemeral_1h_input_tokens", "usage.cache_creation.ephemeral_1h_input_tokens"),
     "p_web_search": ("j.usage.server_tool_use.web_search_requests", "usage.server_tool_use.web_search_requests"),
     **{
-        f"p_g_{short}": (f"coalesce(j.usageMetadata.{field}, j.usage.{field})", f"usageMetadata.{field}")
-        for short, field in (("prompt", "promptTokenCount"), ("cached", "cachedContentTokenCount"),
-                             ("candidates", "candidatesTokenCount"), ("thoughts", "thoughtsTokenCount"),
-                             ("tool_prompt", "toolUsePromptTokenCount"))
+        f"p_g_{short}": (f"coalesce(j.usageMetadata.{field}, j.usage.{field}, j.usage_metadata.{snake}, j.usage.{snake})",
+                         f"usageMetadata.{field}")
+        for short, field, snake in (("prompt", "promptTokenCount", "prompt_token_count"),
+                                    ("cached", "cachedContentTokenCount", "cached_content_token_count"),
+                                    ("candidates", "candidatesTokenCount", "candidates_token_count"),
+                                    ("thoughts", "thoughtsTokenCount", "thoughts_token_count"),
+                                    ("tool_prompt", "toolUsePromptTokenCount", "tool_use_prompt_token_count"))
     },
+    # issue 44: the counts by modality, each the first of: OpenAI Chat (prompt_ / completion_tokens_details),
+    # Responses and Images (input_ / output_tokens_details), Realtime (input_ / output_token_details), Gemini
+    # (usageMetadata.*TokensDetails[].modality, or usage_metadata.*_tokens_details). The prompt's counts
+    # include its cached part (OpenAI: cached_tokens_details; Gemini: cacheTokensDetails).
+    "p_m_audio_in": (_oa("in", "audio_tokens") + ", " + _gsum("P", "AUDIO") + ")", "sql:CASE WHEN p_g_prompt_raw IS NOT NULL THEN 'usageMetadata.promptTokensDetails' ELSE 'usage.prompt_tokens_details.audio_tokens' END"),
+    "p_m_image_in": (_oa("in", "image_tokens") + ", " + _gsum("P", "IMAGE") + ")", "sql:CASE WHEN p_g_prompt_raw IS NOT NULL THEN 'usageMetadata.promptTokensDetails' ELSE 'usage.prompt_tokens_details.image_tokens' END"),
+    "p_m_video_in": (_gsum("P", "VIDEO"), "usageMetadata.promptTokensDetails"),
+    "p_m_cached_audio": (_oa("cached", "audio_tokens") + ", " + _gsum("C", "AUDIO") + ")",
+                         "sql:CASE WHEN p_g_prompt_raw IS NOT NULL THEN 'usageMetadata.cacheTokensDetails' ELSE 'usage.prompt_tokens_details.cached_tokens_details.audio_tokens' END"),
+    "p_m_cached_image": (_oa("cached", "image_tokens") + ", " + _gsum("C", "IMAGE") + ")",
+                         "sql:CASE WHEN p_g_prompt_raw IS NOT NULL THEN 'usageMetadata.cacheTokensDetails' ELSE 'usage.prompt_tokens_details.cached_tokens_details.image_tokens' END"),
+    "p_m_cached_video": (_gsum("C", "VIDEO"), "usageMetadata.cacheTokensDetails"),
+    "p_m_audio_out": (_oa("out", "audio_tokens") + ", " + _gsum("O", "AUDIO") + ")", "sql:CASE WHEN p_g_prompt_raw IS NOT NULL THEN 'usageMetadata.candidatesTokensDetails' ELSE 'usage.completion_tokens_details.audio_tokens' END"),
+    # the Images API (gpt-image-1) reports input_tokens_details.text_tokens / image_tokens and no
+    # output_tokens_details: its output tokens are all image tokens
+    "p_m_image_out": (_oa("out", "image_tokens") + ", CASE WHEN j.usage.input_tokens_details.text_tokens IS NOT NULL "
+                      "AND j.usage.output_tokens_details IS NULL THEN j.usage.output_tokens END, " + _gsum("O", "IMAGE") + ")",
+                      "sql:CASE WHEN p_g_prompt_raw IS NOT NULL THEN 'usageMetadata.candidatesTokensDetails' ELSE 'usage.completion_tokens_details.image_tokens' END"),
+    "p_m_video_out": (_gsum("O", "VIDEO"), "usageMetadata.candidatesTokensDetails"),
 }
 # service_tier as reported -> the tier priced (one of contract.SERVICE_TIERS, a test checks); any other value is quarantined
 _TIERS = {"default": "standard", "auto": "standard", "standard": "standard", "flex": "flex",
@@ -295,7 +394,8 @@ def _usage_found(j: str) -> str:
     fields = ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens", "promptTokenCount",
               "inputTokens", "outputTokens")
     return (" OR ".join(f"{j}.usage.{f} IS NOT NULL" for f in fields)
-            + f" OR ({j}.usageMetadata.promptTokenCount IS NOT NULL AND {j}.usage IS NULL)")
+            + f" OR ({j}.usageMetadata.promptTokenCount IS NOT NULL AND {j}.usage IS NULL)"
+            + f" OR ({j}.usage_metadata.prompt_token_count IS NOT NULL AND {j}.usage IS NULL)")
 
 
 _LINE_HEAD = """src AS (
@@ -320,7 +420,7 @@ typed AS (
            -- usage found (_usage_found); otherwise ask json_type
            CASE WHEN NOT is_object THEN NULL
                 WHEN fast AND ({usage_found_j0}) THEN 'OBJECT'
-                ELSE coalesce(json_type(raw, '$.usage'), json_type(raw, '$.usageMetadata')) END AS usage_type,
+                ELSE coalesce(json_type(raw, '$.usage'), json_type(raw, '$.usageMetadata'), json_type(raw, '$.usage_metadata')) END AS usage_type,
            -- a line json_transform failed on that is an object: read it again without try(), so
            -- that its error stops the file exactly as before
            CASE WHEN fast THEN j0 WHEN is_object THEN coalesce(j0, json_transform(raw, $structure)) END AS j
@@ -347,11 +447,19 @@ _SQL = """
 WITH {head}fields AS (
     SELECT line, raw, is_object, usage_type,
            j.ts AS ts_raw,
-           coalesce(nullif(trim(j.request_id), ''), nullif(trim(j.responseId), ''), nullif(trim(j.id), ''),
-                    nullif(trim(j.ResponseMetadata.RequestId), '')) AS request_id,
+           coalesce(nullif(trim(j.request_id), ''), nullif(trim(j.responseId), ''), nullif(trim(j.response_id), ''),
+                    nullif(trim(j.id), ''), nullif(trim(j.ResponseMetadata.RequestId), '')) AS request_id,
            -- a Bedrock call logged with its request's modelId: the id it is billed under (the body's
            -- model, for Claude, is Anthropic's name)
-           coalesce(nullif(trim(j.modelId), ''), nullif(trim(j.model), ''), nullif(trim(j.modelVersion), '')) AS model,
+           coalesce(nullif(trim(j.modelId), ''), nullif(trim(j.model), ''), nullif(trim(j.modelVersion), ''),
+                    nullif(trim(j.model_version), '')) AS model,
+           -- issue 44: units that are not tokens (OpenAI Images data[], Imagen predictions[], a Sora video)
+           CASE WHEN j.data IS NOT NULL THEN len(list_filter(j.data, lambda x: x.b64_json IS NOT NULL OR x.url IS NOT NULL))
+                WHEN j.predictions IS NOT NULL
+                THEN len(list_filter(j.predictions, lambda x: x.bytesBase64Encoded IS NOT NULL OR x.gcsUri IS NOT NULL)) END AS images_n,
+           CASE WHEN lower(j.object) = 'video' AND lower(j.status) = 'completed' THEN trim(j.seconds) END AS seconds_raw,
+           lower(replace(nullif(trim(j.size), ''), ' ', '')) AS size_raw, lower(nullif(trim(j.quality), '')) AS quality_raw,
+           {g_bad}
            -- pricing modifiers (migration 100): tier reported at the top level (OpenAI) or in usage
            -- (Anthropic); batch must be a JSON boolean; region from usage.inference_geo, region or
            -- data_residency; web searches from server_tool_use or OpenAI web_search_call items
@@ -433,7 +541,10 @@ shaped AS (
                      OR p_cw_5m_raw IS NOT NULL OR p_cw_1h_raw IS NOT NULL
                      OR body_type = 'message' OR provider = 'anthropic' THEN 'anthropic'
                 WHEN p_prompt_raw IS NOT NULL OR p_completion_raw IS NOT NULL THEN 'openai_chat'
-                ELSE 'openai_responses' END AS usage_shape
+                -- issue 44: a media response without token usage (OpenAI Images of dall-e, Imagen, Sora)
+                WHEN usage_type IS NULL AND (images_n > 0 OR seconds_raw IS NOT NULL) THEN 'media_units'
+                ELSE 'openai_responses' END AS usage_shape,
+           TRY_CAST(seconds_raw AS DECIMAL(18,3)) AS video_seconds
     FROM timed
 ),
 buckets AS (
@@ -447,6 +558,7 @@ buckets AS (
                             WHEN 'gemini' THEN p_g_prompt - coalesce(p_g_cached, 0) + coalesce(p_g_tool_prompt, 0)
                             -- Bedrock: inputTokens excludes cache reads and writes (as Anthropic's input_tokens)
                             WHEN 'bedrock_converse' THEN p_input
+                            WHEN 'media_units' THEN 0
                             ELSE p_input END AS uncached_input_tokens,
            CASE usage_shape WHEN 'openai_chat' THEN coalesce(p_chat_cached, 0)
                             WHEN 'openai_responses' THEN coalesce(p_resp_cached, 0)
@@ -473,7 +585,16 @@ buckets AS (
            CASE usage_shape WHEN 'openai_chat' THEN p_completion
                             WHEN 'gemini' THEN coalesce(p_g_candidates, 0) + coalesce(p_g_thoughts, 0)
                             WHEN 'bedrock_converse' THEN p_output
-                            ELSE p_output END AS completion_total
+                            WHEN 'media_units' THEN 0
+                            ELSE p_output END AS completion_total,
+           -- issue 44: the non-text parts of the buckets. The prompt's counts include their cached
+           -- part; the cached image / video tokens are left in the cached bucket (Gemini prices context
+           -- caching of text, image and video at one rate, audio at its own: ai.google.dev/gemini-api/docs/pricing)
+           p_m_audio_in - coalesce(p_m_cached_audio, 0) AS m_audio_in,
+           p_m_image_in - coalesce(p_m_cached_image, 0) AS m_image_in,
+           p_m_video_in - coalesce(p_m_cached_video, 0) AS m_video_in,
+           p_m_cached_audio AS m_cached_audio,
+           coalesce(p_m_audio_out, 0) + coalesce(p_m_image_out, 0) + coalesce(p_m_video_out, 0) AS m_out
     FROM shaped
 ),
 judged AS (
@@ -486,12 +607,12 @@ judged AS (
             WHEN ts > $latest_ts THEN struct_pack(f := 'ts', r := 'in the future (more than a day after ingest): ' || ts_raw)
             WHEN request_id IS NULL THEN struct_pack(f := 'request_id', r := 'missing')
             WHEN model IS NULL THEN struct_pack(f := 'model', r := 'missing')
-            WHEN usage_type IS NULL THEN struct_pack(f := 'usage', r := 'missing')
-            WHEN usage_type <> 'OBJECT' THEN struct_pack(f := 'usage', r := 'not an object')
+            WHEN usage_type IS NULL AND usage_shape <> 'media_units' THEN struct_pack(f := 'usage', r := 'missing')
+            WHEN usage_type <> 'OBJECT' AND usage_shape <> 'media_units' THEN struct_pack(f := 'usage', r := 'not an object')
             {int_checks}
             WHEN p_prompt_raw IS NULL AND p_completion_raw IS NULL AND p_input_raw IS NULL AND p_output_raw IS NULL
                  AND p_g_prompt_raw IS NULL AND p_g_candidates_raw IS NULL AND p_g_thoughts_raw IS NULL
-                 AND NOT bc_present
+                 AND NOT bc_present AND usage_shape <> 'media_units'
                  THEN struct_pack(f := 'usage', r := 'matches no known usage shape (no prompt_tokens / completion_tokens, '
                       || 'input_tokens / output_tokens, usageMetadata.promptTokenCount, inputTokens / outputTokens)')
             WHEN usage_shape = 'openai_chat' AND p_prompt IS NULL THEN struct_pack(f := 'usage.prompt_tokens', r := 'missing')
@@ -529,6 +650,22 @@ judged AS (
             WHEN thinking_tokens > completion_total THEN struct_pack(f := CASE usage_shape WHEN 'anthropic' THEN
                      CASE WHEN thinking_detail_txt IS NOT NULL THEN 'usage.output_tokens_details.thinking_tokens' ELSE 'usage.thinking_tokens' END
                      WHEN 'gemini' THEN 'usageMetadata.thoughtsTokenCount' ELSE 'usage.reasoning_tokens' END, r := 'reasoning/thinking tokens exceed the output tokens they are part of')
+            WHEN m_audio_in < 0 OR m_image_in < 0 OR m_video_in < 0
+                 THEN struct_pack(f := 'usage.cached_tokens_details', r := 'cached tokens of a modality exceed the prompt tokens of that modality they are part of')
+            WHEN coalesce(m_audio_in, 0) + coalesce(m_image_in, 0) + coalesce(m_video_in, 0) > uncached_input_tokens
+                 THEN struct_pack(f := CASE usage_shape WHEN 'gemini' THEN 'usageMetadata.promptTokensDetails' ELSE 'usage.prompt_tokens_details' END,
+                                  r := 'audio + image + video input tokens (' || (coalesce(m_audio_in, 0) + coalesce(m_image_in, 0) + coalesce(m_video_in, 0))
+                                       || ') exceed the uncached prompt tokens they are part of (' || uncached_input_tokens || ')')
+            WHEN coalesce(m_cached_audio, 0) > cached_input_tokens
+                 THEN struct_pack(f := CASE usage_shape WHEN 'gemini' THEN 'usageMetadata.cacheTokensDetails' ELSE 'usage.prompt_tokens_details.cached_tokens_details' END,
+                                  r := 'cached audio tokens exceed the cached tokens they are part of')
+            WHEN m_out > completion_total - thinking_tokens
+                 THEN struct_pack(f := CASE usage_shape WHEN 'gemini' THEN 'usageMetadata.candidatesTokensDetails' ELSE 'usage.completion_tokens_details' END,
+                                  r := 'audio + image + video output tokens (' || m_out || ') exceed the output tokens they are part of ('
+                                       || (completion_total - thinking_tokens) || ')')
+            WHEN seconds_raw IS NOT NULL AND (video_seconds IS NULL OR video_seconds < 0)
+                 THEN struct_pack(f := 'seconds', r := 'not a non-negative number of seconds: ' || seconds_raw)
+            WHEN g_details_bad THEN struct_pack(f := 'usageMetadata.promptTokensDetails', r := 'an entry without a modality')
             WHEN latency_raw IS NOT NULL AND (latency_ms IS NULL OR latency_ms < 0 OR isnan(latency_ms) OR isinf(latency_ms)) THEN struct_pack(f := 'latency_ms', r := 'not a non-negative number: ' || latency_raw)
             WHEN ttft_raw IS NOT NULL AND (ttft_ms IS NULL OR ttft_ms < 0 OR isnan(ttft_ms) OR isinf(ttft_ms)) THEN struct_pack(f := 'ttft_ms', r := 'not a non-negative number: ' || ttft_raw)
             WHEN tier_raw IS NOT NULL AND tier_raw NOT IN ({tiers}) THEN struct_pack(f := 'service_tier', r := 'unknown service tier "' || tier_raw || '" (known: {tier_list})')
@@ -560,7 +697,16 @@ SELECT line, CASE WHEN problem IS NOT NULL THEN {redacted_raw} END AS raw,
        lower(trim(search_size_raw)) AS web_search_context_size,
        -- paid by a reservation: Gemini / Vertex AI provisioned throughput, Bedrock's reserved tier
        CASE WHEN traffic_raw = 'PROVISIONED_THROUGHPUT' OR tier_raw = 'reserved' THEN 'provisioned' END AS billing,
-       {principal_cols}, CAST(NULL AS VARCHAR) AS agent_span_id
+       {principal_cols}, CAST(NULL AS VARCHAR) AS agent_span_id,
+       -- issue 44 (NULL = 0 / not reported, like the modifiers above)
+       nullif(m_audio_in, 0) AS audio_input_tokens, nullif(m_image_in, 0) AS image_input_tokens,
+       nullif(m_video_in, 0) AS video_input_tokens, nullif(m_cached_audio, 0) AS cached_audio_input_tokens,
+       nullif(p_m_audio_out, 0) AS audio_output_tokens, nullif(p_m_image_out, 0) AS image_output_tokens,
+       nullif(p_m_video_out, 0) AS video_output_tokens, nullif(images_n, 0) AS output_images,
+       nullif(video_seconds, 0) AS output_video_seconds,
+       CASE WHEN images_n > 0 THEN size_raw END AS image_size, CASE WHEN images_n > 0 THEN quality_raw END AS image_quality,
+       CASE WHEN video_seconds > 0 THEN least(TRY_CAST(regexp_extract(size_raw, '^([0-9]+)x([0-9]+)$', 1) AS INTEGER),
+                                              TRY_CAST(regexp_extract(size_raw, '^([0-9]+)x([0-9]+)$', 2) AS INTEGER)) || 'p' END AS video_resolution
 FROM judged
 """
 
@@ -623,9 +769,13 @@ def _sql(head: str = "", batch: str = "") -> str:
         n: "metadata.tags" if n == "tags" else " | ".join((["user"] if n == "user_id" else [])
                                                           + [f"metadata.{k}" for k in _PRINCIPAL_KEYS[n]])
         for n in PRINCIPALS})
-    sql = _SQL.format(redacted_raw=redact_sql('raw'), principals=_principal_exprs(), secret_checks=secret_checks, principal_cols=", ".join(PRINCIPALS), head=head, batch=batch, cd_bad=cd_bad, traffic_types=traffic_types, traffic_list=", ".join(_TRAFFIC), traffic_tier_case=traffic_tier_case, tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
+    sql = _SQL.format(g_bad=_G_BAD, redacted_raw=redact_sql('raw'), principals=_principal_exprs(), secret_checks=secret_checks, principal_cols=", ".join(PRINCIPALS), head=head, batch=batch, cd_bad=cd_bad, traffic_types=traffic_types, traffic_list=", ".join(_TRAFFIC), traffic_tier_case=traffic_tier_case, tiers=tiers, tier_list=", ".join(_TIERS), tier_case=tier_case, ts_trim=ts_trim, int_raw=int_raw, int_plain=int_plain, int_whole=int_whole, int_cast=int_cast, int_checks=int_checks)
     return re.sub(r"nullif\(trim\((j\.[a-z_.]+)\), ''\)", lambda m: _nonblank(m.group(1)), sql)
 
+
+# a Gemini *TokensDetails entry without a modality (its counts are checked as whole numbers by _gsum)
+_G_BAD = ("coalesce(" + " OR ".join(f"len(list_filter({_glist(w)}, lambda x: nullif(trim(x.modality), '') IS NULL)) > 0"
+                                    for w in _G_LISTS) + ", false) AS g_details_bad,")
 
 _CD_BAD = """CASE WHEN j.usage.cacheDetails IS NOT NULL
                 THEN len(list_filter(j.usage.cacheDetails, lambda x: x.ttl IS NULL OR lower(trim(x.ttl)) NOT IN ('5m', '1h')
@@ -648,7 +798,7 @@ def _sql_type(spec: object) -> str:
 # providers (output: OpenAI Responses' array, Bedrock Converse's object; and the other small
 # objects) are read as JSON and transformed as the line path transforms them. A type mismatch
 # anywhere else stops the read, and the file goes the line path.
-_PATH_LENIENT = ("output", "tools", "serviceTier", "ResponseMetadata")
+_PATH_LENIENT = ("output", "tools", "serviceTier", "ResponseMetadata", "data", "predictions")
 _PATH_TYPE = _sql_type({**_STRUCTURE, "batch": "JSON", **{k: "JSON" for k in _PATH_LENIENT}})
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from synthetic import demo_principals, demo_sources
+from synthetic import demo_modalities, demo_principals, demo_sources
 from synthetic.demo_principals import principal_columns
 
 REPO = Path(__file__).resolve().parents[1]
@@ -450,6 +450,8 @@ def write_landing(landing: Path, spec: DemoSpec = DemoSpec()) -> dict[str, int]:
         '"completion_tokens_details":{"reasoning_tokens":400}}}\n'
         '{"ts":"2026-08-08T23:59:02Z","request_id":"req-bad-2","model":"o3","provider":"openai","usage":{"prompt_tok\n'
     )
+    # issue 44: a voice-agent team and an image step (synthetic/demo_modalities.py, its own seed)
+    files += demo_modalities.write(req, spec.start, spec.seed, spec.days)
     # issue 41: catalog/cost_centers.csv and nested agent traces (synthetic/demo_principals.py)
     demo_principals.write(landing, spec.start + dt.timedelta(days=spec.days - 1), spec.seed, spec.days)
     # issue 45: the bills, spend logs and scrapes of these calls (synthetic/demo_sources.py)

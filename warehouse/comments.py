@@ -78,6 +78,18 @@ TABLES: dict[str, str] = {
     "marts.focus_costs": "Every cost thinktax knows (API and self-hosted) as FOCUS 1.2 rows.",
 }
 
+# issue 44: the cost by modality (parts of cost_usd; text = the rest)
+_MODALITY_COSTS = {
+    "audio_cost_usd": _d("The part of cost_usd priced at audio rates (audio input, cached audio input and audio "
+                         "output tokens); NULL for self-hosted and idle rows, and where no audio part had a price", USD),
+    "image_cost_usd": _d("The part of cost_usd priced at image rates (image input and output tokens, or per "
+                         "generated image by size and quality); NULL as audio_cost_usd", USD),
+    "video_cost_usd": _d("The part of cost_usd priced at video rates (video tokens, or per second of generated "
+                         "video by resolution); NULL as audio_cost_usd", USD),
+    "modality_unpriced_calls": _d("Calls with a non-text part the price sheet has no price for: that part is "
+                                  "not in cost_usd and never priced at the text rate (marts.unpriced_usage names it)", COUNT),
+}
+
 _COST_PER_TASK = {
     "model": _d("Model the calls went to (lower case, no provider/ prefix, no date suffix)", LABEL),
     "serving": _d("'api' (bought per token) or 'self_hosted' (served by a node from nodes.csv)", LABEL),
@@ -89,6 +101,7 @@ _COST_PER_TASK = {
     "thinking_cost_usd": _d("The part of cost_usd due to thinking tokens", USD),
     "cost_per_task_usd": _d("cost_usd / tasks (NULL for idle rows)", USD),
     "unpriced_calls": _d("Calls without a known price (not in cost_usd; see marts.unpriced_usage)", COUNT),
+    **_MODALITY_COSTS,
 }
 
 COLUMNS: dict[str, dict[str, str]] = {
@@ -115,6 +128,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "thinking_cost_usd": _d("The part of cost_usd due to thinking tokens", USD),
         "cost_per_task_usd": _d("cost_usd / tasks (NULL for idle rows)", USD),
         "unpriced_calls": _d("Calls without a known price (not in cost_usd; see marts.unpriced_usage)", COUNT),
+        **_MODALITY_COSTS,
     },
     "marts.task_costs": {
         "task_id": _d("Task id (task_id from telemetry; a call without one is its own task)", LABEL),
@@ -131,6 +145,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "unpriced_calls": _d("Calls of the task without a known price (not in cost_usd)", COUNT),
         "first_call_at": _d("Time of the task's first call", TS),
         "last_call_at": _d("Time of the task's last call", TS),
+        **_MODALITY_COSTS,
     },
     "marts.tier_mix": {
         "day": _d("UTC day of the calls (each call's own day, not its task's)", DAY),
@@ -173,6 +188,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "cost_usd": _d("Spend", USD),
         "reasoning_cost_usd": _d("The part of cost_usd due to thinking tokens", USD),
         "calls": _d("Calls behind the spend (0 for idle rows and bills)", COUNT),
+        **{k: v for k, v in _MODALITY_COSTS.items() if k != "modality_unpriced_calls"},
     },
     "marts.provisioned_usage": {
         "day": _d("UTC day of the calls", DAY),
@@ -198,7 +214,10 @@ COLUMNS: dict[str, dict[str, str]] = {
         "calls_or_hours": _d("Unpriced calls (or node-hours, for a node without a GPU price)", COUNT),
         "first_seen": _d("First unpriced call or hour", TS),
         "last_seen": _d("Last unpriced call or hour", TS),
-        "field": _d("What in the record could not be priced: 'model' (API call) or 'node_id' (self-hosted)", LABEL),
+        "field": _d("What in the record could not be priced: 'model' (API call), 'node_id' (self-hosted), or the "
+                    "usage column of a non-text part without a price on the sheet ('audio_input_tokens', "
+                    "'cached_audio_input_tokens', 'audio_output_tokens', 'image_input_tokens', 'image_output_tokens', "
+                    "'output_images', 'video_input_tokens', 'video_output_tokens', 'output_video_seconds'; issue 44)", LABEL),
         "first_file_id": _d("File of the first unpriced call (ops.ingested_files.file_id; NULL for node-hours)", LABEL),
         "first_line": _d("Line of that call in its file (NULL for node-hours)", COUNT),
     },

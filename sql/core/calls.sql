@@ -69,7 +69,14 @@ SELECT r.request_id, r.ts, CAST(r.ts AS DATE) AS day, date_trunc('hour', r.ts) A
        r.api_key, r.user_id, r.end_user_id, r.project_id, r.workspace_id, r.session_id,
        r.trace_id, r.span_id, r.parent_span_id, r.agent_name, r.tags,
        -- OTel: the call's nearest invoke_agent ancestor (stg.agent_spans; marts.agent_runs)
-       r.agent_span_id
+       r.agent_span_id,
+       -- issue 44: the non-text parts of the buckets and the units that are not tokens (0 = none)
+       coalesce(r.audio_input_tokens, 0) AS audio_input_tokens, coalesce(r.image_input_tokens, 0) AS image_input_tokens,
+       coalesce(r.video_input_tokens, 0) AS video_input_tokens,
+       coalesce(r.cached_audio_input_tokens, 0) AS cached_audio_input_tokens,
+       coalesce(r.audio_output_tokens, 0) AS audio_output_tokens, coalesce(r.image_output_tokens, 0) AS image_output_tokens,
+       coalesce(r.video_output_tokens, 0) AS video_output_tokens, coalesce(r.output_images, 0) AS output_images,
+       coalesce(r.output_video_seconds, 0) AS output_video_seconds, r.image_size, r.image_quality, r.video_resolution
 FROM requests r
 CROSS JOIN settings s
 -- a LEFT join, though every call has its key (model_keys is made from these calls, model is NOT NULL):

@@ -8,6 +8,9 @@
 -- reasoning to the output price; the given_* columns hold the same three as the sheet gives them
 -- (NULL = not given), since call_costs falls back field by field between kinds (LiteLLM's rule).
 -- Sheets with the same effective date: the last ingested wins.
+-- Issue 44: the prices by modality and unit are price inputs too (a change is a new version). A
+-- per-image kind 'image_<quality>_<W>x<H>' and a per-second kind 'video_<resolution>' carry only
+-- their unit price.
 -- @kind: full
 -- @grain: one row per (provider, model, price_kind, version); effective_to is exclusive, NULL =
 --   still in force.
@@ -28,7 +31,11 @@ priced AS (
            cache_write_usd_per_mtok AS given_cache_write_usd_per_mtok,
            reasoning_usd_per_mtok AS given_reasoning_usd_per_mtok,
            cache_write_1h_usd_per_mtok, usd_per_request_fee, web_search_usd_per_query_low,
-           web_search_usd_per_query_high, regional_uplift_eu, regional_uplift_us
+           web_search_usd_per_query_high, regional_uplift_eu, regional_uplift_us,
+           -- issue 44: prices by modality and unit
+           audio_input_usd_per_mtok, cached_audio_input_usd_per_mtok, image_input_usd_per_mtok, video_input_usd_per_mtok,
+           audio_output_usd_per_mtok, image_output_usd_per_mtok, video_output_usd_per_mtok, usd_per_output_image,
+           usd_per_output_video_second
     FROM sheets
 ),
 changes AS (
@@ -37,11 +44,17 @@ changes AS (
            struct_pack(input_usd_per_mtok, given_cached_input_usd_per_mtok, given_cache_write_usd_per_mtok,
                        output_usd_per_mtok, given_reasoning_usd_per_mtok, cache_write_1h_usd_per_mtok,
                        usd_per_request_fee, web_search_usd_per_query_low, web_search_usd_per_query_high,
-                       regional_uplift_eu, regional_uplift_us) IS DISTINCT FROM
+                       regional_uplift_eu, regional_uplift_us,
+                       audio_input_usd_per_mtok, cached_audio_input_usd_per_mtok, image_input_usd_per_mtok,
+                       video_input_usd_per_mtok, audio_output_usd_per_mtok, image_output_usd_per_mtok,
+                       video_output_usd_per_mtok, usd_per_output_image, usd_per_output_video_second) IS DISTINCT FROM
            lag(struct_pack(input_usd_per_mtok, given_cached_input_usd_per_mtok, given_cache_write_usd_per_mtok,
                            output_usd_per_mtok, given_reasoning_usd_per_mtok, cache_write_1h_usd_per_mtok,
                            usd_per_request_fee, web_search_usd_per_query_low, web_search_usd_per_query_high,
-                           regional_uplift_eu, regional_uplift_us))
+                           regional_uplift_eu, regional_uplift_us,
+                           audio_input_usd_per_mtok, cached_audio_input_usd_per_mtok, image_input_usd_per_mtok,
+                           video_input_usd_per_mtok, audio_output_usd_per_mtok, image_output_usd_per_mtok,
+                           video_output_usd_per_mtok, usd_per_output_image, usd_per_output_video_second))
                OVER (PARTITION BY provider, model, price_kind ORDER BY effective_from) AS is_new_version
     FROM priced
 ),
@@ -59,7 +72,11 @@ final AS (
            -- issue 27: the rest of the price inputs (after the columns of before)
            given_cached_input_usd_per_mtok, given_cache_write_usd_per_mtok, given_reasoning_usd_per_mtok,
            cache_write_1h_usd_per_mtok, usd_per_request_fee, web_search_usd_per_query_low,
-           web_search_usd_per_query_high, regional_uplift_eu, regional_uplift_us
+           web_search_usd_per_query_high, regional_uplift_eu, regional_uplift_us,
+           -- issue 44: prices by modality (per million tokens) and per unit (NULL = not given: unpriced)
+           audio_input_usd_per_mtok, cached_audio_input_usd_per_mtok, image_input_usd_per_mtok, video_input_usd_per_mtok,
+           audio_output_usd_per_mtok, image_output_usd_per_mtok, video_output_usd_per_mtok, usd_per_output_image,
+           usd_per_output_video_second
     FROM versions
 )
 SELECT * FROM final

@@ -13,7 +13,8 @@ WITH usage AS (
     SELECT day,
            CASE serving WHEN 'api' THEN 'api_usage' ELSE 'self_hosted' END AS source,
            provider, model, team,
-           sum(cost_usd) AS cost_usd, sum(thinking_cost_usd) AS reasoning_cost_usd, count(*) AS calls
+           sum(cost_usd) AS cost_usd, sum(thinking_cost_usd) AS reasoning_cost_usd, count(*) AS calls,
+           sum(audio_cost_usd) AS audio_cost_usd, sum(image_cost_usd) AS image_cost_usd, sum(video_cost_usd) AS video_cost_usd
     FROM core.call_costs
     WHERE core.in_build_days(day)
     GROUP BY ALL
@@ -35,7 +36,11 @@ bills AS (
 ),
 final AS (
     SELECT day, source, provider, model, team,
-           core.usd6(cost_usd) AS cost_usd, core.usd6(reasoning_cost_usd) AS reasoning_cost_usd, calls
+           core.usd6(cost_usd) AS cost_usd, core.usd6(reasoning_cost_usd) AS reasoning_cost_usd, calls,
+           -- issue 44: the parts of cost_usd priced at audio / image / video rates (api_usage rows;
+           -- NULL for self-hosted, idle and bill rows)
+           core.usd6(audio_cost_usd) AS audio_cost_usd, core.usd6(image_cost_usd) AS image_cost_usd,
+           core.usd6(video_cost_usd) AS video_cost_usd
     FROM (SELECT * FROM usage UNION ALL BY NAME SELECT * FROM idle UNION ALL BY NAME SELECT * FROM bills)
 )
 -- build_id: the run that built this table (ops.settings), the same in every mart of one snapshot.

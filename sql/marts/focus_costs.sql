@@ -4,7 +4,10 @@
 -- * 'api_usage': API calls at the list price in force (core.call_costs, serving = 'api', priced
 --   calls only), one row per day x provider x model x price version x token type ('input' =
 --   uncached input, 'cached-input', 'cache-write' (5-minute), 'cache-write-1h', 'reasoning-output',
---   'output', and 'web-search' for per-query fees; types with no usage that day are left out) x
+--   'output', and 'web-search' for per-query fees; issue 44: 'audio', 'image' and 'video' for the
+--   non-text parts -- in Tokens (audio input + cached audio input + audio output; image / video input +
+--   output), or in Images / Seconds when those calls report no image / video tokens; the text types
+--   count only the text tokens; types with no usage that day are left out) x
 --   price basis (core.call_costs.price_basis: standard, batch, flex, long context, regional ...).
 --   Computed by thinktax, not invoiced: BilledCost = EffectiveCost = ListCost = ContractedCost = the
 --   type's cost at the rate the calls were priced at; ListUnitPrice = ContractedUnitPrice = that
@@ -47,7 +50,13 @@ WITH api_days AS (
            sum(cache_write_1h_tokens) AS cache_write_1h, sum(cache_write_1h_cost_usd) AS cache_write_1h_cost,
            sum(thinking_tokens) AS thinking, sum(thinking_cost_usd) AS thinking_cost,
            sum(output_tokens) AS output, sum(output_cost_usd) AS output_cost,
-           sum(web_search_requests) AS searches, sum(request_fees_usd) AS fees
+           sum(web_search_requests) AS searches, sum(request_fees_usd) AS fees,
+           -- issue 44: the non-text parts (the text types above count only the text tokens)
+           sum(audio_input_tokens) AS audio_in, sum(cached_audio_input_tokens) AS cached_audio,
+           sum(audio_output_tokens) AS audio_out, sum(image_input_tokens) AS image_in, sum(image_output_tokens) AS image_out,
+           sum(video_input_tokens) AS video_in, sum(video_output_tokens) AS video_out,
+           sum(output_images) AS images, sum(output_video_seconds) AS video_seconds,
+           sum(audio_cost_usd) AS audio_cost, sum(image_cost_usd) AS image_cost, sum(video_cost_usd) AS video_cost
     FROM core.daily_call_totals
     WHERE serving = 'api' AND priced
     GROUP BY ALL
@@ -56,19 +65,32 @@ api_types AS (
     -- one row per day x price x token type (and per-query fee): a constant table of token types
     -- and CASE, not a lateral VALUES over api_days' columns, so that the same SQL runs on Spark
     SELECT d.day, d.provider, d.model, d.calls, d.price_version_id, d.price_basis,
-           tt.token_type, tt.pricing_unit, tt.consumed_unit,
-           CASE tt.token_type WHEN 'input' THEN d.uncached_input WHEN 'cached-input' THEN d.cached_input
+           tt.token_type,
+           -- issue 44: an image / video charge is in tokens when the calls report them, else in images / seconds
+           CASE WHEN tt.token_type = 'image' AND d.image_in + d.image_out = 0 THEN 'Images'
+                WHEN tt.token_type = 'video' AND d.video_in + d.video_out = 0 THEN 'Seconds' ELSE tt.pricing_unit END AS pricing_unit,
+           CASE WHEN tt.token_type = 'image' AND d.image_in + d.image_out = 0 THEN 'Images'
+                WHEN tt.token_type = 'video' AND d.video_in + d.video_out = 0 THEN 'Seconds' ELSE tt.consumed_unit END AS consumed_unit,
+           CASE tt.token_type WHEN 'input' THEN d.uncached_input - d.audio_in - d.image_in - d.video_in
+                WHEN 'cached-input' THEN d.cached_input - d.cached_audio
                 WHEN 'cache-write' THEN d.cache_write WHEN 'cache-write-1h' THEN d.cache_write_1h
-                WHEN 'reasoning-output' THEN d.thinking WHEN 'output' THEN d.output ELSE d.searches END AS quantity,
+                WHEN 'reasoning-output' THEN d.thinking WHEN 'output' THEN d.output - d.audio_out - d.image_out - d.video_out
+                WHEN 'audio' THEN d.audio_in + d.cached_audio + d.audio_out
+                WHEN 'image' THEN CASE WHEN d.image_in + d.image_out > 0 THEN d.image_in + d.image_out ELSE d.images END
+                WHEN 'video' THEN CASE WHEN d.video_in + d.video_out > 0 THEN d.video_in + d.video_out ELSE d.video_seconds END
+                ELSE d.searches END AS quantity,
            CASE tt.token_type WHEN 'input' THEN d.uncached_input_cost WHEN 'cached-input' THEN d.cached_input_cost
                 WHEN 'cache-write' THEN d.cache_write_cost WHEN 'cache-write-1h' THEN d.cache_write_1h_cost
-                WHEN 'reasoning-output' THEN d.thinking_cost WHEN 'output' THEN d.output_cost ELSE d.fees END AS cost_usd
+                WHEN 'reasoning-output' THEN d.thinking_cost WHEN 'output' THEN d.output_cost
+                WHEN 'audio' THEN d.audio_cost WHEN 'image' THEN d.image_cost WHEN 'video' THEN d.video_cost
+                ELSE d.fees END AS cost_usd
     FROM api_days d
     CROSS JOIN (VALUES
         ('input', '1000000 Tokens', 'Tokens'), ('cached-input', '1000000 Tokens', 'Tokens'),
         ('cache-write', '1000000 Tokens', 'Tokens'), ('cache-write-1h', '1000000 Tokens', 'Tokens'),
         ('reasoning-output', '1000000 Tokens', 'Tokens'), ('output', '1000000 Tokens', 'Tokens'),
-        ('web-search', 'Searches', 'Searches')
+        ('web-search', 'Searches', 'Searches'),
+        ('audio', '1000000 Tokens', 'Tokens'), ('image', '1000000 Tokens', 'Tokens'), ('video', '1000000 Tokens', 'Tokens')
     ) AS tt(token_type, pricing_unit, consumed_unit)
 ),
 api_usage AS (
@@ -81,7 +103,8 @@ api_usage AS (
                 ELSE CAST(t.quantity AS DECIMAL(38,6)) END AS pricing_quantity
     FROM api_types t
     JOIN core.llm_price_versions p USING (price_version_id)
-    WHERE t.quantity > 0
+    -- (a non-text type whose usage has no price at all is no charge: marts.unpriced_usage names it)
+    WHERE t.quantity > 0 AND (t.cost_usd IS NOT NULL OR t.token_type NOT IN ('audio', 'image', 'video'))
 ),
 api_usage_rows AS (
     SELECT 'api_usage' AS x_Source,

@@ -1,5 +1,6 @@
 -- Usage thinktax could not price, so it is never silently costed at $0. field names what in the
--- record could not be priced ('model' for an API call, 'node_id' for a self-hosted one);
+-- record could not be priced ('model' for an API call, 'node_id' for a self-hosted one, the usage
+-- column of a non-text part without a price, e.g. 'audio_input_tokens' -- issue 44);
 -- first_file_id / first_line point at the first such record (ops.ingested_files names the file;
 -- NULL for node-hours, which come from nodes.csv and the GPU sheets). reason 'partially_priced': the
 -- calls were priced, but their record carries a token count (field: its path) that no price covers.
@@ -26,6 +27,19 @@ calls AS (
           AND m.reported_model = c.reported_model
     WHERE c.unpriced
 ),
+modalities AS (
+    -- issue 44: a priced call whose non-text part has no price on the sheet: one row per part, field =
+    -- the stg.requests column of the unpriced usage (that part is left out of cost_usd, never priced at
+    -- the text rate)
+    SELECT serving, provider, reported_model, node_id, ts, request_id, field,
+           CASE field WHEN 'output_images' THEN 'no per-image price on the sheet'
+                      WHEN 'output_video_seconds' THEN 'no per-second video price on the sheet'
+                      ELSE 'no ' || replace(replace(field, '_tokens', ''), '_', ' ') || ' price on the sheet' END AS reason
+    FROM (SELECT c.serving, c.provider, c.reported_model, c.node_id, c.ts, c.request_id,
+                 unnest(string_split(c.unpriced_modalities, ', ')) AS field
+          FROM core.call_costs c
+          WHERE c.unpriced_modalities IS NOT NULL)
+),
 node_hours AS (
     SELECT 'self_hosted' AS serving, provider, model AS reported_model, node_id, hour AS ts,
            CAST(NULL AS VARCHAR) AS request_id, 'node_id' AS field,
@@ -48,7 +62,7 @@ grouped AS (
     SELECT serving, provider, reported_model, node_id, reason, field,
            count(*) AS calls_or_hours, min(ts) AS first_seen, max(ts) AS last_seen,
            arg_min(request_id, (ts, request_id)) AS first_request_id
-    FROM (SELECT * FROM calls UNION ALL SELECT * FROM node_hours
+    FROM (SELECT * FROM calls UNION ALL SELECT * FROM modalities UNION ALL SELECT * FROM node_hours
           UNION ALL SELECT serving, provider, reported_model, node_id, ts, request_id, field, reason FROM partially_priced)
     GROUP BY ALL
 ),

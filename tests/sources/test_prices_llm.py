@@ -11,6 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from sources import prices_llm
@@ -100,11 +101,17 @@ def test_litellm_real_row_counts(old, new):
     # 140 entries without a text-token price + sample_spec + last_updated skipped.
     for p in (old, new):
         check_contract(p)
-    assert (old.rows.num_rows, len(old.rejects), old.meta["skipped"]) == (973, 0, 142)
-    assert old.meta["skipped_reasons"] == {"not_a_model": 2, "no_token_price": 140}
+    # Issue 44: entries priced only by modality or unit (per image, per second of video) are rows
+    # now, not skipped: 17 such entries in 2025-05-19, 182 in 2026-07-24 plus one more kind
+    # (gemini/veo-3.1-lite-generate-preview's output_cost_per_second_1080p -> 'video_1080p'), and 27
+    # in each sheet priced per pixel on a key naming the size ('hd/1024-x-1024/dall-e-3', no token
+    # price): old 973 + 17 + 27 rows, 142 - 44 skipped; new 3,019 + 182 + 1 + 27 rows, 464 - 209
+    # skipped (counted over the raw JSON).
+    assert (old.rows.num_rows, len(old.rejects), old.meta["skipped"]) == (973 + 17 + 27, 0, 142 - 44)
+    assert old.meta["skipped_reasons"] == {"not_a_model": 2, "no_token_price": 140 - 44}
     # 2026-07-24: 3,019 rows, 16 rejected as implausible (per-1K or per-1M prices typed into
     # LiteLLM's per-token fields: 13 wandb/*, azure_ai/jais-30b-chat, 2 watsonx/*), 464 skipped.
-    assert (new.rows.num_rows, len(new.rejects), new.meta["skipped"]) == (3019, 16, 464)
+    assert (new.rows.num_rows, len(new.rejects), new.meta["skipped"]) == (3019 + 182 + 1 + 27, 16, 464 - 209)
     assert new.meta["unrecognised_fields"] == {} and old.meta["unrecognised_fields"] == {}
 
 
@@ -113,7 +120,14 @@ def test_litellm_non_model_keys_skipped(old, new):
         models = set(p.rows.column("model").to_pylist())
         assert "sample_spec" not in models and "last_updated" not in models
         assert p.meta["skipped_reasons"]["not_a_model"] == 2  # exactly those two keys
-    assert "dall-e-3" not in set(old.rows.column("model").to_pylist())  # priced per image only
+    # issue 44: dall-e-3 (2026-07-24 sheet) is priced per image only ($0.04, input_cost_per_image of an
+    # image_generation entry)
+    dalle = new.rows.filter(pc.equal(new.rows["model"], "dall-e-3")).to_pylist()
+    dalle = {r["price_kind"]: (r["input_usd_per_mtok"], r["usd_per_output_image"]) for r in dalle}
+    assert dalle["standard"] == (None, Decimal("0.04"))
+    # hd/1024-x-1024/dall-e-3: input_cost_per_pixel 7.629e-08 x 1024 x 1024 = 0.07999586304 -> 9 places
+    assert dalle["image_hd_1024x1024"] == (None, Decimal("0.079995863"))
+    assert len(dalle) == 7  # standard + hd / standard x 1024x1024, 1024x1792, 1792x1024
 
 
 def test_litellm_effective_from_file_name(old, new):
@@ -156,7 +170,9 @@ def test_litellm_other_real_rows(old, new):
     # rounded half-even to 9 places -> 2.999990000
     r = n[("databricks/databricks-claude-3-7-sonnet", "standard")]
     assert r["input_usd_per_mtok"] == Decimal("2.999990000")
-    assert new.meta["rounded"] == 31 and old.meta["rounded"] == 0
+    # issue 44: + the per-pixel prices x width x height with more than 9 places (20 of the 27
+    # per-pixel rows of 2026-07-24, 26 of 2025-05-19's; counted over the raw JSON)
+    assert new.meta["rounded"] == 31 + 20 and old.meta["rounded"] == 0 + 26
 
 
 def test_litellm_real_rejects_are_implausible_prices(new):
@@ -194,8 +210,11 @@ def test_litellm_small_kinds(small):
         ("claude-sonnet-4-20250514", "cache_1hr"),
         ("deepseek/deepseek-reasoner", "standard"), ("gemini-2.5-flash-preview-04-17", "standard"),
         ("odd/unknown-suffix", "standard"), ("bad/priority-only", "standard"),
+        ("dall-e-3", "standard"),  # issue 44: output_cost_per_image 0.04 -> usd_per_output_image
     ])
-    assert small.meta["skipped"] == 4  # sample_spec, last_updated, dall-e-3 (per image), whisper-1 (per second)
+    assert got[("dall-e-3", "standard")]["usd_per_output_image"] == Decimal("0.04")
+    # sample_spec, last_updated, whisper-1 (per second of audio transcription: not a price thinktax reads)
+    assert small.meta["skipped"] == 3
     assert small.meta["unrecognised_fields"] == {"input_cost_per_token_weekend": 1}
     assert small.meta["effective_from"] == dt.date(2025, 6, 1)
 

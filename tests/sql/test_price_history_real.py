@@ -54,7 +54,10 @@ def test_o3_change_applied_by_date_in_either_order(tmp_path):
     versions = a.sql("SELECT count(*) FROM core.llm_price_versions").fetchall()[0][0]
     # 973 + 2,296 new + 58 changed rows (counted from the parsed sheets), + 18 whose token rates did
     # not change but a modifier did (issue 27: gpt-4o / gpt-4.1 lost their web-search fees, Claude 3
-    # models gained a 1-hour cache-write price): every price input is versioned
-    assert versions == 3345
+    # models gained a 1-hour cache-write price): every price input is versioned. Issue 44: + the rows
+    # priced only by modality or unit (44 in the old sheet, 166 more new keys in the new one; counted in
+    # tests/sources/test_prices_llm.py) + 6 rows whose only change is a modality or unit price (e.g.
+    # gpt-4o-audio-preview's audio input 100 -> 40 per 1M)
+    assert versions == 3345 + 44 + 166 + 6
     a.close()
     b.close()
