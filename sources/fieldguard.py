@@ -39,6 +39,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from sources.base import split_lines
+
 # A file at most SMALL_BYTES (decoded) is scanned whole. A larger one is first scanned on a sample of
 # SAMPLE_SHARE of its bytes (at least SMALL_BYTES, at most MAX_SAMPLE_BYTES): half its head, half
 # CHUNKS evenly spaced slices, each of whole lines (at least one); whole only when the sample shows
@@ -127,9 +129,7 @@ class Unknown:
 
 
 def _lines(data: bytes) -> pa.Table:
-    from sources.requests import _lines as split  # noqa: PLC0415 - one line splitter for the JSONL sources
-
-    return split(data)
+    return split_lines(data)
 
 
 def sample(data: bytes) -> bytes:

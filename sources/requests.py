@@ -124,6 +124,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sources.base import Parsed, ParseContext, Reject, SourceFormatError, head_text
+from sources.base import split_lines as _lines  # the JSONL sources' one line splitter
 from sources.base import SourceSpec
 from sources.fieldguard import known_fields
 from sources.contract import MAX_TOKENS_PER_CALL, PRINCIPALS, REQUESTS, redact_sql, secret_checks_sql
@@ -258,6 +259,11 @@ _TOTAL = "a total: the sum of the counts read, not a bucket of its own"
 _BODY = "response body field without tokens or money (the text, the request's settings, timing)"
 _IGNORED = {
     "usage.total_tokens": _TOTAL, "usage.totalTokenCount": _TOTAL, "usageMetadata.totalTokenCount": _TOTAL,
+    # the google-genai SDK's model_dump() of the same body (snake_case), which the modality parser reads
+    "usage_metadata.total_token_count": _TOTAL,
+    # OpenAI Realtime (response.done): the cached tokens split by modality; the audio part is read,
+    # the text part is the rest of cached_tokens, priced at the cached text rate
+    "usage.input_token_details.cached_tokens_details.text_tokens": "part of cached_tokens (the rest after the cached audio tokens read), priced as cached text",
     # OpenAI predicted outputs: both are part of completion_tokens and billed at its price
     # (platform.openai.com/docs/guides/predicted-outputs)
     "usage.completion_tokens_details.accepted_prediction_tokens": "part of completion_tokens, billed at its price",
@@ -266,11 +272,11 @@ _IGNORED = {
     "max_output_tokens": "a request setting (the cap on output tokens), not a count",
     **{k: _BODY for k in (
         # OpenAI / Azure / DeepSeek Chat Completions
-        "choices", "created", "object", "system_fingerprint", "prompt_filter_results",
+        "choices", "created", "system_fingerprint", "prompt_filter_results",
         # OpenAI Responses
         "background", "completed_at", "created_at", "error", "incomplete_details", "instructions",
         "max_tool_calls", "parallel_tool_calls", "previous_response_id", "prompt_cache_key", "reasoning",
-        "safety_identifier", "status", "store", "temperature", "text", "tool_choice", "top_logprobs", "top_p",
+        "safety_identifier", "store", "temperature", "text", "tool_choice", "top_logprobs", "top_p",
         "truncation", "conversation", "prompt", "prompt_cache_retention",
         # Anthropic Messages (also Bedrock InvokeModel and Vertex AI rawPredict)
         "content", "role", "stop_reason", "stop_sequence", "stop_details", "container",
@@ -278,6 +284,8 @@ _IGNORED = {
         "metrics", "stopReason", "additionalModelResponseFields", "trace", "performanceConfig",
         # Gemini / Vertex AI generateContent
         "candidates", "createTime", "promptFeedback", "modelStatus",
+        # OpenAI Images (the file format) and Videos (the job's percent done)
+        "output_format", "progress",
     )},
 }
 
@@ -818,26 +826,6 @@ def sniff(data: bytes, name: str) -> bool:
     return head.startswith("{") and ('"usage"' in head or name.endswith((".jsonl", ".jsonl.gz", ".ndjson")))
 
 
-def _lines(data: bytes) -> pa.Table:
-    """(line, raw): the text split at every "\n" exactly as ``str.split("\n")`` splits it (after
-    leading BOMs; without the empty part after a final "\n"), split by Arrow's split_pattern over
-    the file as one string: no Python string per line, and no per-byte temporary array (a 60 MB
-    boolean mask and a copy cost more than the split, in page faults on every new file)."""
-    while data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    if not data.endswith(b"\n"):
-        data += b"\n"  # ends the last line (a copy of the file, so only when it is needed)
-    # the file without its final "\n" as one string, read in place: str.split's empty last part is
-    # a blank line, which is not a record, so it is left out
-    whole = pa.LargeStringArray.from_buffers(
-        1, pa.py_buffer(np.array([0, len(data) - 1], dtype=np.int64)), pa.py_buffer(data))
-    try:
-        whole.validate(full=True)
-    except pa.ArrowInvalid:
-        data.decode("utf-8")  # raises the UnicodeDecodeError that names the bad byte
-        raise
-    raw = pc.split_pattern(whole, "\n").flatten()
-    return pa.table({"line": pa.array(np.arange(1, len(raw) + 1, dtype=np.int64)), "raw": raw})
 
 
 def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:

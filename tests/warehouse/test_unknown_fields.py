@@ -160,19 +160,20 @@ def test_token_like_names():
 # ------------------------------------------------------------------ real payloads
 
 def _real_bodies() -> list[Path]:
-    return sorted(p for folder in ("payloads", "otel_bodies") for p in (REAL / folder).glob("*.json")
+    return sorted(p for folder in ("payloads", "otel_bodies", "payloads_modalities") for p in (REAL / folder).glob("*.json")
                   if p.name != "manifest.json" and not p.name.endswith(".headers.json"))
 
 
+# (payloads_modalities: issue 44's audio / image / video bodies, in the providers' shapes.)
 # Fields of the recorded bodies the request parser does not read (the point of the guard: they show),
 # each zero or a breakdown priced at its count's rate, so none makes a call partially priced:
 # OpenAI Chat's audio_tokens (0 in every body here; audio is priced apart: issue 44 items 1-2),
 # Gemini's per-modality lists (TEXT / DOCUMENT / IMAGE input, priced as the prompt), Bedrock Converse's
 # serverToolUsage (a tool-use count, not a token count).
+# The modality issue's parser reads OpenAI's audio_tokens and Gemini's prompt / candidates / cache
+# details lists (sources/requests.py _oa, _gsum); what stays unread in the recorded bodies:
 EXPECTED_UNREAD = {
-    "openai_chat": {"usage.completion_tokens_details.audio_tokens", "usage.prompt_tokens_details.audio_tokens"},
-    "gemini": {"usageMetadata.promptTokensDetails", "usageMetadata.cacheTokensDetails",
-               "usageMetadata.toolUsePromptTokensDetails", "usageMetadata.candidatesTokensDetails"},
+    "gemini": {"usageMetadata.toolUsePromptTokensDetails"},
     "converse": {"usage.serverToolUsage"},
 }
 
@@ -199,23 +200,29 @@ def test_real_payloads_show_the_unread_fields_they_carry():
     assert seen == set().union(*EXPECTED_UNREAD.values())
 
 
-def test_gemini_audio_modality_is_partially_priced_text_is_not():
+def test_gemini_modality_lists_the_parser_reads_are_known_an_unread_one_is_judged_by_modality():
+    """The modality parser (issue 44 items 1-2) reads promptTokensDetails / candidatesTokensDetails, so
+    they are no unknown field; toolUsePromptTokensDetails it does not read: a list of it is a
+    breakdown of a count already read (text: harmless), but AUDIO in it has a price of its own
+    (LiteLLM input_cost_per_audio_token), so that line is partially priced."""
     base = {"ts": "2026-07-30T12:00:00Z", "responseId": "g", "modelVersion": "gemini-2.5-flash"}
     text = {**base, "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
-                                      "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 10}]}}
+                                      "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 10}],
+                                      "toolUsePromptTokenCount": 4,
+                                      "toolUsePromptTokensDetails": [{"modality": "TEXT", "tokenCount": 4}]}}
     audio = {**base, "usageMetadata": {"promptTokenCount": 30, "candidatesTokenCount": 5,
                                        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 10},
-                                                               {"modality": "AUDIO", "tokenCount": 20}]}}
+                                                               {"modality": "AUDIO", "tokenCount": 20}],
+                                       "toolUsePromptTokenCount": 20,
+                                       "toolUsePromptTokensDetails": [{"modality": "AUDIO", "tokenCount": 20}]}}
     image_out = {**base, "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1290,
                                            "candidatesTokensDetails": [{"modality": "IMAGE", "tokenCount": 1290}]}}
     data = "".join(json.dumps(x) + "\n" for x in (text, audio, image_out)).encode()
     found = scan(data, requests.KNOWN_FIELDS)
     assert {r["path"]: (r["records"], r["nonzero_records"]) for r in found.rows} == {
-        "usageMetadata.promptTokensDetails": (2, 1),  # line 2's AUDIO 20
-        "usageMetadata.candidatesTokensDetails": (1, 1),  # line 3's IMAGE output
+        "usageMetadata.toolUsePromptTokensDetails": (2, 1),  # line 1 TEXT (harmless), line 2 AUDIO 20
     }
-    assert found.lines.to_pylist() == [{"line": 2, "path": "usageMetadata.promptTokensDetails"},
-                                       {"line": 3, "path": "usageMetadata.candidatesTokensDetails"}]
+    assert found.lines.to_pylist() == [{"line": 2, "path": "usageMetadata.toolUsePromptTokensDetails"}]
 
 
 # ------------------------------------------------------------------ large files: sample, then full pass
