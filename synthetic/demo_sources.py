@@ -57,8 +57,14 @@ RATES = {
     "claude-3-7-sonnet-20250219": [(dt.date(2000, 1, 1), 3, 0.3, 3.75, 6, 15)],
     "deepseek-reasoner": [(dt.date(2000, 1, 1), 0.55, 0.14, 0, 0, 2.19), (PRICE_CUT, 0.28, 0.028, 0, 0, 0.42)],
     "gemini-2.5-pro": [(dt.date(2000, 1, 1), 1.25, 0.125, 0, 0, 10)],
+    "gpt-4o-audio-preview": [(dt.date(2000, 1, 1), 2.5, 0, 0, 0, 10)],
 }
 BUCKETS = ("uncached", "cached", "cw5", "cw1h", "out")
+# Audio tokens (issue 44's voice team, synthetic/demo_modalities.py), USD per 1M from the same sheets
+# (input_cost_per_audio_token / output_cost_per_audio_token of gpt-4o-audio-preview): the OpenAI bills
+# count them in input_audio_tokens / output_audio_tokens and cost them as line items of their own.
+AUDIO_RATES = {"gpt-4o-audio-preview": [(dt.date(2000, 1, 1), 100, 200), (PRICE_CUT, 40, 80)]}
+AUDIO = ("ain", "aout")
 # the models' dated names as the providers' reports spell them
 SNAPSHOT = {"o3": "o3-2025-04-16", "o4-mini": "o4-mini-2025-04-16", "gpt-4.1-mini": "gpt-4.1-mini-2025-04-14",
             "gpt-4.1-nano": "gpt-4.1-nano-2025-04-14"}
@@ -73,7 +79,13 @@ PICO = 10**12
 
 def _rate_frame() -> pl.DataFrame:
     rows = [(m, f, *[round(r * 1_000_000) for r in rates]) for m, periods in RATES.items() for f, *rates in periods]
-    return pl.DataFrame(rows, schema=["rate_model", "rate_from", *[f"r_{b}" for b in BUCKETS]], orient="row").sort("rate_from")
+    text = pl.DataFrame(rows, schema=["rate_model", "rate_from", *[f"r_{b}" for b in BUCKETS]], orient="row")
+    audio = pl.DataFrame([(m, f, *[round(r * 1_000_000) for r in rates]) for m, periods in AUDIO_RATES.items()
+                          for f, *rates in periods], schema=["rate_model", "rate_from", *[f"r_{b}" for b in AUDIO]], orient="row")
+    # one row per (model, date a rate changed): the text rates carried to the audio change dates and back
+    both = text.join(audio, on=["rate_model", "rate_from"], how="full", coalesce=True).sort("rate_model", "rate_from")
+    return both.with_columns(pl.col(f"r_{b}").forward_fill().over("rate_model").fill_null(0)
+                             for b in (*BUCKETS, *AUDIO)).sort("rate_from")
 
 
 def priced(usage: pl.DataFrame) -> pl.DataFrame:
@@ -81,7 +93,7 @@ def priced(usage: pl.DataFrame) -> pl.DataFrame:
     tokens x (USD per 1M x 10^6) = USD x 10^12, exact in int64 for a day's tokens."""
     out = usage.sort("day").join_asof(_rate_frame(), left_on="day", right_on="rate_from", by="rate_model",
                                        check_sortedness=False)  # both sorted by day above
-    return out.with_columns([(pl.col(b) * pl.col(f"r_{b}")).alias(f"usd_{b}") for b in BUCKETS])
+    return out.with_columns([(pl.col(b) * pl.col(f"r_{b}")).alias(f"usd_{b}") for b in (*BUCKETS, *AUDIO) if b in usage.columns])
 
 
 def _usd_text(pico: int) -> str:
@@ -122,6 +134,19 @@ def _agent_usage(landing: Path) -> pl.DataFrame:
         pl.lit(0, pl.Int64).alias("cached"), pl.lit(0, pl.Int64).alias("cw5"), pl.lit(0, pl.Int64).alias("cw1h"))
 
 
+def _voice_usage(start: dt.date, days: int, seed: int) -> pl.DataFrame:
+    """The voice team's turns (synthetic/demo_modalities.py, the same draw as its request files)."""
+    from synthetic.demo_modalities import voice_calls  # noqa: PLC0415 - a sibling generator
+
+    v = voice_calls(start, days, seed)
+    return v.select(pl.from_epoch(pl.col("epoch_ms"), time_unit="ms").dt.date().alias("day"),
+                    pl.lit("openai").alias("provider"), pl.lit("gpt-4o-audio-preview").alias("rate_model"),
+                    pl.lit("proj-voice").alias("project"), pl.col("text_in").cast(pl.Int64).alias("uncached"),
+                    pl.lit(0, pl.Int64).alias("cached"), pl.lit(0, pl.Int64).alias("cw5"), pl.lit(0, pl.Int64).alias("cw1h"),
+                    pl.col("text_out").cast(pl.Int64).alias("out"), pl.col("audio_in").cast(pl.Int64).alias("ain"),
+                    pl.col("audio_out").cast(pl.Int64).alias("aout"))
+
+
 def litellm_per_day(tasks_per_day: int) -> int:
     return max(3, round(tasks_per_day * LITELLM_CALLS_PER_TASK))
 
@@ -158,8 +183,9 @@ def _litellm_usage(ll: pl.DataFrame) -> pl.DataFrame:
 
 
 def _daily(usage: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    sums = [b for b in (*BUCKETS, *AUDIO) if b in usage.columns]
     return priced(usage.group_by(["day", "rate_model", *by]).agg(
-        pl.len().alias("requests"), *[pl.col(b).sum() for b in BUCKETS]).sort(["day", "rate_model", *by]))
+        pl.len().alias("requests"), *[pl.col(b).sum() for b in sums]).sort(["day", "rate_model", *by]))
 
 
 # --- OpenAI --------------------------------------------------------------------------------------
@@ -180,7 +206,7 @@ def write_openai(landing: Path, usage: pl.DataFrame, plant_day: dt.date, start: 
     openai = usage.filter(pl.col("provider") == "openai")
     plant = pl.DataFrame({"day": [plant_day], "provider": ["openai"], "rate_model": [API_PLANT["model"]],
                           "project": [API_PLANT["project"]], "uncached": [API_PLANT["uncached"]], "cached": [0],
-                          "cw5": [0], "cw1h": [0], "out": [API_PLANT["out"]]}, schema=openai.schema)
+                          "cw5": [0], "cw1h": [0], "out": [API_PLANT["out"]], "ain": [0], "aout": [0]}, schema=openai.schema)
     daily = _daily(pl.concat([openai, plant]), ["project"]).with_columns(
         pl.when(pl.col("project") == API_PLANT["project"]).then(API_PLANT["requests"]).otherwise(pl.col("requests"))
         .alias("requests"))
@@ -190,11 +216,14 @@ def write_openai(landing: Path, usage: pl.DataFrame, plant_day: dt.date, start: 
         results, costs = [], []
         for r in part.iter_rows(named=True):
             model = SNAPSHOT.get(r["rate_model"], r["rate_model"])
-            results.append({"object": "organization.usage.completions.result", "input_tokens": r["uncached"] + r["cached"],
-                            "output_tokens": r["out"], "input_cached_tokens": r["cached"], "input_audio_tokens": 0,
-                            "output_audio_tokens": 0, "num_model_requests": r["requests"], "project_id": r["project"],
+            # input_tokens / output_tokens include the audio tokens, also given apart
+            results.append({"object": "organization.usage.completions.result",
+                            "input_tokens": r["uncached"] + r["cached"] + r["ain"], "output_tokens": r["out"] + r["aout"],
+                            "input_cached_tokens": r["cached"], "input_audio_tokens": r["ain"],
+                            "output_audio_tokens": r["aout"], "num_model_requests": r["requests"], "project_id": r["project"],
                             "user_id": None, "api_key_id": None, "model": model, "batch": None})
-            for item, b in (("input", "uncached"), ("cached input", "cached"), ("output", "out")):
+            for item, b in (("input", "uncached"), ("cached input", "cached"), ("output", "out"),
+                            ("audio input", "ain"), ("audio output", "aout")):
                 if r[b]:
                     costs.append({"object": "organization.costs.result",
                                   "amount": {"value": float(_usd_text(r[f"usd_{b}"])), "currency": "usd"},
@@ -519,7 +548,8 @@ def write(landing: Path, calls: pl.DataFrame, cloud_calls: pl.DataFrame | None, 
     ll = litellm_calls(start, days, seed, litellm_per_day(tasks_per_day))
     write_litellm(landing, ll)
     usage = pl.concat([_main_usage(calls), _agent_usage(landing), _litellm_usage(ll)], how="diagonal_relaxed")
-    write_openai(landing, usage, api_plant, start)
+    write_openai(landing, pl.concat([usage, _voice_usage(start, days, seed)], how="diagonal_relaxed")
+                 .with_columns(pl.col(*AUDIO).fill_null(0)), api_plant, start)
     write_anthropic(landing, usage, start)
     if cloud_calls is not None:
         cloud = _cloud_usage(cloud_calls)
