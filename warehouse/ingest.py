@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from sources.base import InTable, Parsed, ParseContext, SourceFormatError
@@ -972,13 +973,14 @@ class Ingestor:
         tables = []
         for k, (_rel, parsed) in enumerate(members):
             rows = parsed.rows
-            if set(rows.column_names) - set(col_names):
+            have = {c: i for i, c in enumerate(rows.column_names)}  # once: column_names is a new list per call
+            if set(have) - set(col_names):
                 return  # _load raises for it, naming the parser
             n = rows.num_rows
-            arrays = [rows[c] if c in rows.column_names else pa.nulls(n) for c in col_names]
-            fields = [rows.schema.field(c) if c in rows.column_names else pa.field(c, pa.null()) for c in col_names]
+            arrays = [rows.column(have[c]) if c in have else pa.nulls(n) for c in col_names]
+            fields = [rows.schema.field(have[c]) if c in have else pa.field(c, pa.null()) for c in col_names]
             tables.append(pa.Table.from_arrays(
-                [*arrays, pa.array([k] * n, pa.int32()), pa.array(range(1, n + 1), pa.int64())],
+                [*arrays, pa.array(np.full(n, k, np.int32)), pa.array(np.arange(1, n + 1, dtype=np.int64))],
                 schema=pa.schema([*fields, pa.field("_file", pa.int32()), pa.field("_ord", pa.int64())])))
         try:
             incoming = pa.concat_tables(tables, promote_options="permissive")
