@@ -230,3 +230,38 @@ def test_api_usage_rows_carry_their_cost_center_split_by_largest_remainder(tmp_p
     assert n12 == 3
     q = "SELECT sum(BilledCost), sum(ConsumedQuantity) FROM '{}'"
     assert duckdb.sql(q.format(path)).fetchall() == duckdb.sql(q.format(p12)).fetchall() == [(D("0.007526"), D("3005"))]
+
+
+def test_audio_rows_carry_their_cost_center_and_the_text_rows_count_only_text(tmp_path):
+    """Issue 44's audio charges in a 1.3 file are split per cost center like the text ones (41).
+    Two gpt-4o-audio-preview calls on 2026-06-10 at $2.50 text in / $10 text out / $40 audio in /
+    $80 audio out per 1M tokens: v-alpha (team alpha) 100 text + 1,000 audio in, 10 text + 500 audio
+    out; v-beta (team beta -> cost center 'research') 200 text + 3,000 audio in, 20 text + 1,500 audio
+    out. Rows: input 300 text tokens: alpha 100 x 2.5e-6 = $0.00025, research $0.0005; output 30:
+    alpha $0.0001, research $0.0002; audio alpha 1,500 tokens: 1,000 x 40e-6 + 500 x 80e-6 = $0.08,
+    research 4,500 tokens: 3,000 x 40e-6 + 1,500 x 80e-6 = $0.24."""
+    from tests.conftest import write_files
+
+    def call(rid, team, text_in, audio_in, text_out, audio_out):
+        return json.dumps({"ts": "2026-06-10T12:00:00Z", "id": rid, "object": "chat.completion", "provider": "openai",
+                           "model": "gpt-4o-audio-preview", "team": team,
+                           "usage": {"prompt_tokens": text_in + audio_in, "completion_tokens": text_out + audio_out,
+                                     "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": audio_in},
+                                     "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": audio_out}}})
+
+    landing = write_files(tmp_path / "landing", {
+        "prices/llm/prices.2026-01-01.csv": (
+            "provider,model,input_usd_per_mtok,output_usd_per_mtok,audio_input_usd_per_mtok,audio_output_usd_per_mtok,currency\n"
+            "openai,gpt-4o-audio-preview,2.5,10,40,80,USD\n"),
+        "telemetry/requests/v.jsonl": call("v-alpha", "alpha", 100, 1000, 10, 500) + "\n"
+                                      + call("v-beta", "beta", 200, 3000, 20, 1500) + "\n",
+        "catalog/cost_centers.csv": "cost_center,field,pattern\nresearch,team,beta\n"})
+    con, _ = build_warehouse(landing, tmp_path / "w.duckdb")
+    (path, _n), _commitments = export_focus(con, tmp_path / "out", "parquet")
+    got = duckdb.sql(f"""SELECT string_split(SkuPriceId, '|')[-1], x_CostCenter, ConsumedQuantity, BilledCost
+                         FROM '{path}' ORDER BY 1, 2""").fetchall()
+    assert got == [
+        ("audio", "alpha", 1500, D("0.08")), ("audio", "research", 4500, D("0.24")),
+        ("input", "alpha", 100, D("0.00025")), ("input", "research", 200, D("0.0005")),
+        ("output", "alpha", 10, D("0.0001")), ("output", "research", 20, D("0.0002")),
+    ]

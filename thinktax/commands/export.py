@@ -114,13 +114,23 @@ COST_CENTER_CTE = """
 cc_calls AS (
     SELECT day, provider, model, price_version_id, coalesce(price_basis, 'standard') AS price_basis, cost_center,
            CAST(sum(calls) AS BIGINT) AS calls,
-           sum(uncached_input_tokens) AS q_input, sum(uncached_input_cost_usd) AS c_input,
-           sum(cached_input_tokens) AS q_cached, sum(cached_input_cost_usd) AS c_cached,
+           -- the text types count only the text tokens, as marts.focus_costs does (issue 44: the
+           -- audio / image / video parts are charges of their own, in tokens or else images / seconds)
+           sum(uncached_input_tokens - coalesce(audio_input_tokens, 0) - coalesce(image_input_tokens, 0)
+               - coalesce(video_input_tokens, 0)) AS q_input, sum(uncached_input_cost_usd) AS c_input,
+           sum(cached_input_tokens - coalesce(cached_audio_input_tokens, 0)) AS q_cached, sum(cached_input_cost_usd) AS c_cached,
            sum(cache_write_5m_tokens) AS q_write, sum(cache_write_5m_cost_usd) AS c_write,
            sum(cache_write_1h_tokens) AS q_write_1h, sum(cache_write_1h_cost_usd) AS c_write_1h,
            sum(thinking_tokens) AS q_thinking, sum(thinking_cost_usd) AS c_thinking,
-           sum(output_tokens) AS q_output, sum(output_cost_usd) AS c_output,
-           sum(web_search_requests) AS q_search, sum(request_fees_usd) AS c_search
+           sum(output_tokens - coalesce(audio_output_tokens, 0) - coalesce(image_output_tokens, 0)
+               - coalesce(video_output_tokens, 0)) AS q_output, sum(output_cost_usd) AS c_output,
+           sum(web_search_requests) AS q_search, sum(request_fees_usd) AS c_search,
+           sum(coalesce(audio_input_tokens, 0) + coalesce(cached_audio_input_tokens, 0) + coalesce(audio_output_tokens, 0)) AS q_audio,
+           sum(audio_cost_usd) AS c_audio,
+           sum(coalesce(image_input_tokens, 0) + coalesce(image_output_tokens, 0)) AS q_image,
+           sum(coalesce(output_images, 0)) AS u_image, sum(image_cost_usd) AS c_image,
+           sum(coalesce(video_input_tokens, 0) + coalesce(video_output_tokens, 0)) AS q_video,
+           sum(coalesce(output_video_seconds, 0)) AS u_video, sum(video_cost_usd) AS c_video
     FROM core.daily_call_totals
     WHERE serving = 'api' AND priced AND strftime(day, '%Y-%m') = $m
     GROUP BY ALL
@@ -130,27 +140,37 @@ cc_types AS (
            c.price_version_id || '|' || c.price_basis || '|' || t.token_type AS sku_price_id,
            CASE t.token_type WHEN 'input' THEN q_input WHEN 'cached-input' THEN q_cached WHEN 'cache-write' THEN q_write
                 WHEN 'cache-write-1h' THEN q_write_1h WHEN 'reasoning-output' THEN q_thinking WHEN 'output' THEN q_output
+                WHEN 'audio' THEN q_audio WHEN 'image' THEN q_image WHEN 'video' THEN q_video
                 ELSE q_search END AS q,
+           -- an image / video row without tokens is in Images / Seconds (marts.focus_costs)
+           CASE t.token_type WHEN 'image' THEN u_image WHEN 'video' THEN u_video END AS q_units,
            CASE t.token_type WHEN 'input' THEN c_input WHEN 'cached-input' THEN c_cached WHEN 'cache-write' THEN c_write
                 WHEN 'cache-write-1h' THEN c_write_1h WHEN 'reasoning-output' THEN c_thinking WHEN 'output' THEN c_output
+                WHEN 'audio' THEN c_audio WHEN 'image' THEN c_image WHEN 'video' THEN c_video
                 ELSE c_search END AS cost
     FROM cc_calls c
     CROSS JOIN (VALUES ('input'), ('cached-input'), ('cache-write'), ('cache-write-1h'), ('reasoning-output'), ('output'),
-                       ('web-search')) AS t(token_type)
+                       ('web-search'), ('audio'), ('image'), ('video')) AS t(token_type)
 ),
-cc_parts AS (
-    SELECT f.*, t.cost_center AS k_cc, t.q AS k_q, t.calls AS k_calls, t.token_type AS k_type, t.price_basis AS k_basis,
-           CAST(round(f.BilledCost * 1000000) AS HUGEINT) AS k_origin,
-           greatest(CAST(round(coalesce(t.cost, 0) * 1000000000) AS HUGEINT), 0) AS k_cost_w,
-           count(*) OVER o AS k_parts,
-           sum(t.q) OVER o AS k_q_sum
+cc_matched AS (
+    SELECT f.*, t.cost_center AS k_cc, t.calls AS k_calls, t.token_type AS k_type, t.price_basis AS k_basis, t.cost AS k_cost,
+           CASE WHEN f.ConsumedUnit IN ('Images', 'Seconds') THEN t.q_units ELSE t.q END AS k_q
     FROM f_all f
     JOIN cc_types t
-      ON f.x_Source = 'api_usage' AND t.q > 0 AND f.ChargePeriodStart = CAST(t.day AS TIMESTAMP)
+      ON f.x_Source = 'api_usage' AND f.ChargePeriodStart = CAST(t.day AS TIMESTAMP)
      AND f.ProviderName IS NOT DISTINCT FROM t.provider AND f.ResourceId IS NOT DISTINCT FROM t.model
      AND f.SkuPriceId = t.sku_price_id
-    WINDOW o AS (PARTITION BY f.ChargePeriodStart, f.ProviderName, f.ResourceId, f.SkuPriceId)
-    QUALIFY sum(t.q) OVER o = f.ConsumedQuantity
+),
+cc_parts AS (
+    SELECT * EXCLUDE (k_cost),
+           CAST(round(BilledCost * 1000000) AS HUGEINT) AS k_origin,
+           greatest(CAST(round(coalesce(k_cost, 0) * 1000000000) AS HUGEINT), 0) AS k_cost_w,
+           count(*) OVER o AS k_parts,
+           sum(k_q) OVER o AS k_q_sum
+    FROM cc_matched
+    WHERE k_q > 0
+    WINDOW o AS (PARTITION BY ChargePeriodStart, ProviderName, ResourceId, SkuPriceId)
+    QUALIFY sum(k_q) OVER o = ConsumedQuantity
 ),
 cc_weighted AS (
     SELECT *, CASE WHEN sum(k_cost_w) OVER o > 0 THEN k_cost_w ELSE CAST(k_q AS HUGEINT) END AS k_w
@@ -182,7 +202,9 @@ f AS (
                              ELSE CAST(k_q AS DECIMAL(38,10)) END AS PricingQuantity,
                         CAST(k_q AS DECIMAL(38,10)) AS ConsumedQuantity,
                         CASE WHEN k_parts = 1 THEN ChargeDescription
-                             ELSE 'API usage of ' || ResourceId || ', ' || k_type || ': ' || k_q || ' ' || lower(ConsumedUnit)
+                             ELSE 'API usage of ' || ResourceId || ', ' || k_type || ': '
+                                  || CASE WHEN k_q = round(k_q) THEN CAST(CAST(k_q AS HUGEINT) AS VARCHAR) ELSE CAST(k_q AS VARCHAR) END
+                                  || ' ' || lower(ConsumedUnit)
                                   || ' in ' || k_calls || ' calls at the ' || replace(k_basis, '_', ' ')
                                   || ' list price in force (computed by thinktax), cost center ' || k_cc END AS ChargeDescription),
            k_cc AS x_CostCenter
