@@ -75,6 +75,8 @@ def _compare(path: Path, ctx: ParseContext) -> str:
         return "bom"
     if _blank_lines(data):
         return "blank lines"
+    if path.name.startswith("vertex_imagen__") and slow.rows.num_rows:
+        return "media_units"  # see test_demo_request_files_by_path_are_the_line_path
     pytest.fail(f"{path}: the fast path declined a file the line path loads whole")
 
 
@@ -158,6 +160,13 @@ def test_demo_request_files_by_path_are_the_line_path(tmp_path: Path):
     outcomes = {p.name: _compare(p, ctx) for p in files}
     # the demo lands one file of deliberately bad lines (synthetic/demo.py): the line path's rejects
     assert outcomes.pop("openai_chat__late-fixups.jsonl") == "rejects"
+    # issue 44's Imagen predict responses (usage shape media_units: images counted from predictions[])
+    # are not read by the fast path's typed read_json (its type has no predictions list): it declines
+    # them and the line path loads them whole (_compare checks the line path's rows; known, to be read)
+    imagen = {name for name in outcomes if name.startswith("vertex_imagen__")}
+    assert len(imagen) == 3
+    for name in imagen:
+        outcomes.pop(name)
     assert set(outcomes.values()) == {"fast"}
 
 
