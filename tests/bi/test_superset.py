@@ -151,8 +151,8 @@ def shots(superset, superset_python, chromium, tmp_path_factory) -> dict:  # noq
     """{slug: the dashboard's report from tools/superset_shot.py}."""
     out = tmp_path_factory.mktemp("superset_shots")
     r = subprocess.run([str(superset_python), str(REPO / "tools" / "superset_shot.py"), "--url", superset,
-                        "--password", PASSWORD, "--out", str(out), "--chromium", chromium], capture_output=True,
-                       text=True, timeout=900)
+                        "--password", PASSWORD, "--out", str(out), "--chromium", chromium, "--timeout", "180"],
+                       capture_output=True, text=True, timeout=1500)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     report = {d["slug"]: d for d in json.loads(r.stdout)["dashboards"]}
     if os.environ.get("THINKTAX_BI_SHOTS"):
@@ -183,6 +183,7 @@ def test_every_chart_answers_its_data_request_with_rows_and_no_error(shots):
 def test_each_dashboard_renders_its_charts_above_the_pixel_floors(shots):
     for slug, d in shots.items():
         assert not d["page_errors"], (slug, d["page_errors"])
+        assert d["drawn"], (slug, "not every chart holder drew within 180 s", d["loads"], "loads")
         assert Path(d["png"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", slug
         width, height = d["size"]
         assert width == 1400 and height >= 1000, (slug, d["size"])
