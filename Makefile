@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 UV_VER  := 0.13.8
 STAMP   := $(VENV)/.installed
 
-.PHONY: run test check dev bench lock clean venv
+.PHONY: run test check lint dev bench lock clean venv
 
 venv: $(STAMP)
 
@@ -33,8 +33,14 @@ test: $(STAMP)
 # no Postgres, no validator venv, nothing marked slow (markers in pyproject.toml, given in
 # tests/conftest.py by what a test needs). `make test` stays the whole suite and CI's command.
 CHECK_MARKERS := not slow and not spark and not postgres and not venv
-check: $(STAMP)
+check: lint
 	$(BIN)/python -m pytest -q $(XDIST) -m "$(CHECK_MARKERS)"
+
+# Ruff (pyproject.toml [tool.ruff]) and mypy, strict on the engine seam and the staging contract
+# ([tool.mypy]); tests/test_lint.py runs the same in `make test`.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 dev: $(STAMP)
 	$(BIN)/thinktax dev

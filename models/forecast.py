@@ -738,7 +738,7 @@ def prewarm() -> None:
         try:
             for mod in _HEAVY:
                 importlib.import_module(mod)
-        except Exception:  # noqa: BLE001 - forecast_many imports it again, and raises
+        except Exception:
             log.debug("statsmodels import in the background failed", exc_info=True)
 
     _PREWARM = threading.Thread(target=run, name="thinktax-statsmodels-import", daemon=True)

@@ -163,7 +163,7 @@ def post_json(url: str, payload: dict, timeout_s: float = POST_TIMEOUT_S) -> str
         headers={"Content-Type": "application/json", "User-Agent": "thinktax-alert"},
     )
     try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - the user's webhook
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
             resp.read()
             return None if 200 <= resp.status < 300 else f"HTTP {resp.status}"
     except urllib.error.HTTPError as exc:

@@ -125,7 +125,7 @@ def redact(text: str, secrets: list[str]) -> str:
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, D102
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
         raise urllib.error.HTTPError(req.full_url, code, f"redirect refused ({msg})", headers, fp)
 
 
@@ -317,7 +317,7 @@ def fetch(
 
         def note(msg: str, _r: list[str] = retries) -> None:
             _r.append(msg)
-            on_retry(f"{provider} {endpoint.name}: {msg}")
+            on_retry(f"{provider} {endpoint.name}: {msg}")  # noqa: B023
 
         pages = iter_pages(provider, endpoint, since, until, key=key, base=base, policy=policy,
                            sleep=sleep, now=now, on_retry=note)

@@ -339,7 +339,7 @@ def _is_spark_data(p: Path) -> bool:
     return p.name in _SPARK_DATA or p.name.endswith(".db") or p.name.startswith(".CURRENT")
 
 
-def move_old_defaults(root: Path | None = None, say=None) -> list[tuple[Path, Path]]:  # noqa: ANN001
+def move_old_defaults(root: Path | None = None, say=None) -> list[tuple[Path, Path]]:
     """Runtime data at the default paths of before issue 27 (inside the source tree) moved once
     under ./var/: the published file warehouse/thinktax.duckdb with its WAL and report.html, the
     Spark tables among warehouse/spark/'s source files, the Dagster home .thinktax/dagster_home.

@@ -720,7 +720,7 @@ def _quality(con) -> str:
     return "".join(parts)
 
 
-def _unknown_fields(con) -> str:  # noqa: ANN001
+def _unknown_fields(con) -> str:
     """Issue 44: the keys of landed JSON records their parser does not read (ops.unknown_fields)."""
     rows = _rows(con, """
         SELECT source, path, count(*) AS files, sum(records) AS records, bool_or(token_like) AS token_like,
@@ -944,7 +944,7 @@ def _agent_runs(con) -> str:
             children.setdefault(a["parent_agent_span_id"], []).append(a)
 
         def walk(parent: str | None, depth: int) -> None:
-            for a in children.get(parent, []):
+            for a in children.get(parent, []):  # noqa: B023
                 rows.append(["\u00a0\u00a0" * depth + "└ " + (a["agent_name"] or a["span_id"]), "",
                              f"{count(a['calls'])} own / {count(a['total_calls'])}", usd(a["own_cost_usd"]),
                              usd(a["total_cost_usd"]), usd(a["thinking_cost_usd"])])

@@ -131,7 +131,7 @@ def _targets_from_csv(path: Path) -> list[Target]:
 
 def fetch(url: str, timeout_s: float) -> bytes:
     request = urllib.request.Request(url, headers={"Accept": ACCEPT, "User-Agent": "thinktax-scrape"})
-    with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - http(s) only
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
         return response.read()
 
 

@@ -235,7 +235,7 @@ def _header_names(data: bytes) -> set[str]:
     return {c.strip().strip('"').lower() for c in first.rstrip("\r").split(",")}
 
 
-def _sniffer(cloud: Cloud):  # noqa: ANN202
+def _sniffer(cloud: Cloud):
     def sniff(data: bytes, name: str) -> bool:
         if data[:4] == b"PAR1":  # Parquet: the columns are checked when it is read
             return True
@@ -603,7 +603,7 @@ def export_key(cloud: str, months: list[dt.date], name: str) -> str:
     return f"{cloud}|{','.join(m.strftime('%Y-%m') for m in months)}|{_RUN_ID.sub('*', name)}"
 
 
-def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Parsed:  # noqa: C901, PLR0912, PLR0915
+def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Parsed:
     cloud = CLOUDS[cloud_name]
     con = duckdb.connect()
     try:
@@ -665,7 +665,7 @@ def parse_path(path: Path, name: str, ctx: ParseContext, cloud_name: str) -> Par
                     "FROM agg WHERE ai IS NOT NULL")
         ai_lines = con.execute("SELECT count(*) FROM ai").fetchall()[0][0]
         # the compute lines into the same table: the fields not collected are NULL
-        con.execute(f"""INSERT INTO ai BY NAME SELECT unnest(compute, recursive := true), true AS is_compute
+        con.execute("""INSERT INTO ai BY NAME SELECT unnest(compute, recursive := true), true AS is_compute
                         FROM agg WHERE compute IS NOT NULL""")
         compute_lines = con.execute("SELECT count(*) FROM ai WHERE is_compute").fetchall()[0][0]
         period_months = _months_between(parse_time(first_period), parse_time(last_period))
@@ -973,7 +973,7 @@ def _typed_lines(con: duckdb.DuckDBPyConnection, cloud: Cloud, ctx: ParseContext
     return rows.select([fl.name for fl in SCHEMA]).cast(SCHEMA), rejects
 
 
-def _bytes_parser(cloud_name: str):  # noqa: ANN202
+def _bytes_parser(cloud_name: str):
     def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
         import tempfile  # noqa: PLC0415
 
@@ -985,7 +985,7 @@ def _bytes_parser(cloud_name: str):  # noqa: ANN202
     return parse
 
 
-def _path_parser(cloud_name: str):  # noqa: ANN202
+def _path_parser(cloud_name: str):
     def parse(path: Path, name: str, ctx: ParseContext) -> Parsed:
         return parse_path(path, name, ctx, cloud_name)
     return parse

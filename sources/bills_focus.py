@@ -259,7 +259,7 @@ def parse(data: bytes, name: str, ctx: ParseContext) -> Parsed:
 
 
 def _typed(table: pa.Table, found: dict[str, str], unmapped: list[str], rec_lines: np.ndarray,
-           raw_of, rejects: list[Reject], ctx: ParseContext, *, fmt: str,  # noqa: ANN001
+           raw_of, rejects: list[Reject], ctx: ParseContext, *, fmt: str,
            header_line: int | None, records: int) -> Parsed:
     """The rows of a FOCUS table read as text (every column a string), each with its line (CSV:
     physical line; Parquet: row number), typed, checked and converted to USD."""
@@ -443,7 +443,7 @@ def parse_parquet_path(path: Path, name: str, ctx: ParseContext) -> Parsed:
     return _parse_parquet_source(str(path), ctx)
 
 
-def _parse_parquet_source(source, ctx: ParseContext) -> Parsed:  # noqa: ANN001
+def _parse_parquet_source(source, ctx: ParseContext) -> Parsed:
     import duckdb  # noqa: PLC0415
 
     try:

@@ -636,7 +636,7 @@ def parse_thinktax_csv(data: bytes, name: str, ctx: ParseContext) -> Parsed:
                 raw,
             ))
             continue
-        reject = lambda field, reason: out.rejects.append(Reject(line, field, reason, raw))  # noqa: E731
+        reject = lambda field, reason: out.rejects.append(Reject(line, field, reason, raw))  # noqa: B023, E731
         provider = sheet.get(fields, "provider").lower()
         model = sheet.get(fields, "model")
         if not provider or not model:

@@ -79,7 +79,7 @@ def _parse(sql: str, fmt: str, data: bytes, name: str, ctx: ParseContext, params
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'; SET preserve_insertion_order = true")
-        con.register("lines", requests._lines(data))
+        con.register("lines", requests._lines(data))  # noqa: SLF001
         out = con.sql(sql, params=params or {}).to_arrow_table()
     finally:
         con.close()
@@ -118,12 +118,12 @@ def _known(source: str, wrap: list[str], envelope: dict) -> object:
     from sources import requests  # noqa: PLC0415
 
     prefix = ".".join(wrap) + "."
-    structure: dict = requests._STRUCTURE
+    structure: dict = requests._STRUCTURE  # noqa: SLF001
     for key in reversed(wrap):
         structure = {key: structure}
     top = {**envelope, wrap[0]: {**envelope.get(wrap[0], {}), **structure[wrap[0]]}}
     return known_fields(source, top, open_objects=(prefix + "metadata", prefix + "ResponseMetadata", "error", wrap[0] + ".error"),
-                        ignored={prefix + k: v for k, v in requests._IGNORED.items()})
+                        ignored={prefix + k: v for k, v in requests._IGNORED.items()})  # noqa: SLF001
 
 
 # what _OPENAI and _ANTHROPIC read of a line besides the body (the guard knows these paths)

@@ -90,13 +90,13 @@ def agent_traces(last_day: dt.date, seed: int, days: int = AGENT_DAYS) -> dict[s
                 i = int(rng.integers(2_000, 20_000))
                 o = int(rng.integers(200, 1_500))
                 think = int(o * rng.uniform(3, 12)) if model == "o3" else 0
-                sid = next(ids)
-                spans.append(_span(trace, sid, parent, f"chat {model}", t0, t0 + 4_000_000_000, {
+                sid = next(ids)  # noqa: B023
+                spans.append(_span(trace, sid, parent, f"chat {model}", t0, t0 + 4_000_000_000, {  # noqa: B023
                     "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, "gen_ai.request.model": model,
-                    "gen_ai.response.model": model, "gen_ai.response.id": f"agt-{trace[:12]}-{sid[:8]}",
+                    "gen_ai.response.model": model, "gen_ai.response.id": f"agt-{trace[:12]}-{sid[:8]}",  # noqa: B023
                     "gen_ai.usage.input_tokens": i, "gen_ai.usage.output_tokens": o + think,
                     "gen_ai.usage.reasoning.output_tokens": think}))
-                calls.append((i, o + think))
+                calls.append((i, o + think))  # noqa: B023
                 return i, o + think
 
             t = start + 1_000_000_000

@@ -208,7 +208,7 @@ def published(tmp_path_factory) -> Published:
     """
     if "run" in _CACHE:
         return _CACHE["run"]
-    from thinktax.cli import main  # noqa: PLC0415
+    from thinktax.cli import main
 
     base = tmp_path_factory.mktemp("bi_run")
     landing = write_landing(base / "landing")

@@ -108,7 +108,7 @@ GUARDED = ("var", "landing", "thinktax.toml")  # the checkout's runtime paths (R
 
 @pytest.fixture(scope="session", autouse=True)
 def _session_paths(tmp_path_factory: pytest.TempPathFactory) -> None:
-    import os  # noqa: PLC0415
+    import os
 
     home = tmp_path_factory.mktemp("session_cwd")
     saved = {k: os.environ.get(k) for k in (*RUNTIME_VARS, "DAGSTER_HOME")}
@@ -142,7 +142,7 @@ def checkout_state(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def _guard_root() -> Path:
-    import os  # noqa: PLC0415
+    import os
 
     return Path(os.environ.get("THINKTAX_TEST_GUARD_ROOT") or REPO)
 
@@ -152,7 +152,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         session.config.stash[_GUARD_KEY] = checkout_state(_guard_root())
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:  # noqa: ARG001
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     before = session.config.stash.get(_GUARD_KEY, None)
     if before is None:
         return
@@ -251,7 +251,7 @@ def _longest_first(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: -seconds(item))
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:  # noqa: ARG001
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "spark" in Path(str(item.fspath)).parts[-2:-1]:
             item.add_marker(pytest.mark.spark)

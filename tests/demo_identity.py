@@ -40,9 +40,9 @@ SEP = "chr(31)"
 
 def build_demo(root: Path, spec: dict[str, int] = SPEC) -> duckdb.DuckDBPyConnection:
     """Write the demo landing folder under ``root`` and build it; returns an open connection."""
-    from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
-    from tests.conftest import build_warehouse  # noqa: PLC0415
-    from synthetic.demo import DemoSpec, write_landing  # noqa: PLC0415
+    from pipelines.defs.economics_assets import ECONOMICS
+    from tests.conftest import build_warehouse
+    from synthetic.demo import DemoSpec, write_landing
 
     # without the cloud teams (issue 24): the tables recorded before them must come out identical, which
     # proves a call in none of the new shapes costs exactly what it did (synthetic/demo.py draws the

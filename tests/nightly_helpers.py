@@ -103,7 +103,7 @@ class Receiver:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's name
+            def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if outer.delay_s:
                     time.sleep(outer.delay_s)
@@ -146,7 +146,7 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/hook"
 
 
-def as_table(con, table: str) -> None:  # noqa: ANN001
+def as_table(con, table: str) -> None:
     """Make ``table`` (a view over Parquet files in a run's build: warehouse/parts.py) a table of
     the build file with the same rows, so that a test can corrupt it with an UPDATE."""
     con.execute(f"CREATE TEMP TABLE _rows AS SELECT * FROM {table}")

@@ -43,7 +43,7 @@ def _contracts() -> list[dict]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
 
 
-def _check(graph, contract: dict) -> bool:  # noqa: ANN001
+def _check(graph, contract: dict) -> bool:
     from importlinter.contracts.acyclic_siblings import AcyclicSiblingsContract
     from importlinter.contracts.forbidden import ForbiddenContract
     from importlinter.contracts.layers import LayersContract

@@ -31,7 +31,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         module = importlib.import_module(f"thinktax.commands.{name}")
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
-        p.set_defaults(_run=module.run, _exit_fast=getattr(module, "EXIT_FAST", False))
+        p.set_defaults(run_command=module.run, exit_fast=getattr(module, "EXIT_FAST", False))
     return parser
 
 
@@ -56,20 +56,20 @@ def _main(argv: list[str] | None) -> tuple[int, bool]:
     descriptor: the one record of a signal that the handlers Dagster installs do not replace."""
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(only=argv[0] if argv and not argv[0].startswith("-") else None).parse_args(argv)
-    watch = _SignalWatch() if args._exit_fast else None
+    watch = _SignalWatch() if args.exit_fast else None
     try:
-        code = int(args._run(args) or 0)
+        code = int(args.run_command(args) or 0)
     except KeyboardInterrupt:
         code = 130
     finally:
         signals = watch.close() if watch is not None else set()
     if signal.SIGTERM in signals:
         print("thinktax: stopped by SIGTERM: nothing more was published", file=sys.stderr)
-        return EXIT_SIGTERM, args._exit_fast
+        return EXIT_SIGTERM, args.exit_fast
     if code == 130:
         print("interrupted", file=sys.stderr)
         return 130, False
-    return code, args._exit_fast
+    return code, args.exit_fast
 
 
 class _SignalWatch:

@@ -110,7 +110,7 @@ def _usd(x) -> str:
     return "—" if x is None else f"${x:,.2f}"
 
 
-def _unknown_fields_line(con) -> str | None:  # noqa: ANN001
+def _unknown_fields_line(con) -> str | None:
     """The run summary's warning line on ops.unknown_fields (sources/fieldguard.py), or None."""
     from sources.fieldguard import SUMMARY_SQL, summary_line  # noqa: PLC0415
 
@@ -168,7 +168,7 @@ def print_summary(warehouse: Path, console: Console | None = None) -> None:
     report = default_path(warehouse)
     if report.exists():
         console.print(f"report:    {report}")
-    console.print(f'query it:  thinktax sql "SELECT * FROM marts.tier_mix WHERE team = \'*\' ORDER BY day DESC LIMIT 9"')
+    console.print('query it:  thinktax sql "SELECT * FROM marts.tier_mix WHERE team = \'*\' ORDER BY day DESC LIMIT 9"')
 
 
 def fail(msg: str) -> int:

@@ -309,7 +309,7 @@ def nights(results: Results, root: Path, which: list[tuple[str, Path, Path]], se
             if not last:
                 shutil.rmtree(target.parent, ignore_errors=True)
     out = []
-    for name, done in runs.items():
+    for done in runs.values():
         fastest, best = min(done, key=lambda r: r[0])
         for row in best.rows:
             peaks = [p for _, r in done if (p := r.get(row.phase).peak_mib) is not None]

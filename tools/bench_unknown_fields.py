@@ -43,11 +43,11 @@ def main() -> None:
         benchgen.write_reference_files(landing, spec)
         day = benchgen.write_day(landing, spec, 0)
         print(f"generated {len(day.jsonl)} request files, {day.jsonl_bytes / 1e6:.1f} MB")
-    guard, guard_many = ing.Ingestor._guard, ing.Ingestor._guard_many
+    guard, guard_many = ing.Ingestor._guard, ing.Ingestor._guard_many  # noqa: SLF001
     spent = [0.0]
 
-    def timed(f):  # noqa: ANN001, ANN202
-        def wrapper(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    def timed(f):
+        def wrapper(*a, **k):
             t = time.perf_counter()
             try:
                 return f(*a, **k)
@@ -56,8 +56,8 @@ def main() -> None:
         return wrapper
 
     def run(tag: str, on: bool) -> tuple[float, float, float]:
-        ing.Ingestor._guard = timed(guard) if on else (lambda *a, **k: None)
-        ing.Ingestor._guard_many = timed(guard_many) if on else (lambda *a, **k: None)
+        ing.Ingestor._guard = timed(guard) if on else (lambda *a, **k: None)  # noqa: SLF001
+        ing.Ingestor._guard_many = timed(guard_many) if on else (lambda *a, **k: None)  # noqa: SLF001
         wh = root / f"wh_{tag}"
         shutil.rmtree(wh, ignore_errors=True)
         wh.mkdir()
@@ -82,7 +82,7 @@ def main() -> None:
                 print(f"{'guard   ' if on else 'no guard'}  wall {r[0]:.2f} s  cpu {r[1]:.2f} s  inside the guard {r[2]:.3f} s",
                       flush=True)
     finally:
-        ing.Ingestor._guard, ing.Ingestor._guard_many = guard, guard_many
+        ing.Ingestor._guard, ing.Ingestor._guard_many = guard, guard_many  # noqa: SLF001
     for k, name in ((0, "wall"), (1, "cpu ")):
         a, b = st.median(r[k] for r in res[False]), st.median(r[k] for r in res[True])
         print(f"{name}: median without {a:.2f} s, with {b:.2f} s, ratio {b / a:.3f}")

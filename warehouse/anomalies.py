@@ -232,7 +232,7 @@ def _params(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
     return {k.removeprefix("anomaly_"): v for k, v in out.items()}
 
 
-def build_spend_anomalies(con: duckdb.DuckDBPyConnection):  # noqa: ANN201 - warehouse.economics.Built
+def build_spend_anomalies(con: duckdb.DuckDBPyConnection):
     """(Re)create ``marts.spend_anomalies`` from ``core.call_costs`` and ``stg.anomaly_feedback``."""
     from warehouse.economics import Built, _finish  # noqa: PLC0415 - services.config imports SCOPES from here
     from warehouse.incremental import has_table  # noqa: PLC0415

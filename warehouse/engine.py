@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import duckdb
 
@@ -64,7 +64,7 @@ class Engine(Protocol):
 
     def build(self, con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope, build_id: str | None) -> Rebuilt: ...
 
-    def check(self, con: duckdb.DuckDBPyConnection, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict]]: ...
+    def check(self, con: duckdb.DuckDBPyConnection, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict[str, object]]]: ...
 
     def to_control(self, con: duckdb.DuckDBPyConnection) -> list[str]: ...
 
@@ -82,28 +82,29 @@ class DuckDBEngine:
 
     kind = "duckdb"
 
-    def ingest(self, con, landing, *, progress=None, on_new=None) -> IngestSummary:  # noqa: ANN001
+    def ingest(self, con: duckdb.DuckDBPyConnection, landing: Path | str, *, progress: Callable[[str], None] | None = None,
+               on_new: Callable[[], None] | None = None) -> IngestSummary:
         return Ingestor(con, Path(landing), commit_every=BUILD_COMMIT_EVERY).ingest(progress=progress, on_new=on_new)
 
     def present(self) -> set[str] | None:
         return None  # the build file's own tables
 
-    def prepare(self, con) -> None:  # noqa: ANN001
+    def prepare(self, con: duckdb.DuckDBPyConnection) -> None:
         return None
 
-    def build(self, con, model: SqlTable, scope: Scope, build_id: str | None) -> Rebuilt:  # noqa: ANN001
+    def build(self, con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope, build_id: str | None) -> Rebuilt:
         return rebuild(con, model, scope, build_id)
 
-    def check(self, con, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict]]:  # noqa: ANN001
+    def check(self, con: duckdb.DuckDBPyConnection, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict[str, object]]]:
         return checked(check.name, *check.run(con, sample))
 
-    def to_control(self, con) -> list[str]:  # noqa: ANN001
+    def to_control(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         return []
 
-    def from_control(self, con, tables: list[str]) -> None:  # noqa: ANN001
+    def from_control(self, con: duckdb.DuckDBPyConnection, tables: list[str]) -> None:
         return None
 
-    def finish(self, con) -> None:  # noqa: ANN001
+    def finish(self, con: duckdb.DuckDBPyConnection) -> None:
         return None
 
     def publish(self) -> None:
@@ -111,6 +112,13 @@ class DuckDBEngine:
 
     def abandon(self) -> None:
         return None
+
+
+if TYPE_CHECKING:  # the type checker (make lint) proves each adapter satisfies the protocol
+    from warehouse.spark.engine import SparkEngine
+
+    def _adapters_satisfy_the_protocol(duck: DuckDBEngine, spark: SparkEngine) -> tuple[Engine, Engine]:
+        return duck, spark
 
 
 # The engine of each build being run in this process: a Dagster run's steps run one after another

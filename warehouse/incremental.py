@@ -62,7 +62,7 @@ from functools import lru_cache
 import duckdb
 
 from warehouse import parts, sqltable
-from warehouse.parts import has_table  # noqa: F401 - also imported from here (outlook, economics, transform)
+from warehouse.parts import has_table
 from warehouse.sqltable import downstream  # the one downstream (issue 27); also imported from here
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 
@@ -260,7 +260,7 @@ def tables_with_new_rows(con: duckdb.DuckDBPyConnection, build_id: str | None) -
     return {r[0] for r in con.execute(_NEW_ROWS_TABLES, [build_id]).fetchall()}
 
 
-def _stale(con: duckdb.DuckDBPyConnection, models, present: set[str] | None = None) -> tuple[set[str], str]:  # noqa: ANN001
+def _stale(con: duckdb.DuckDBPyConnection, models, present: set[str] | None = None) -> tuple[set[str], str]:
     """Models that must be rebuilt whole whatever the days (SQL changed, table missing), plus
     everything downstream of them; and a reason when the whole build must be full. ``present``:
     the tables that exist where the models are built (default: this DuckDB file; the Spark
@@ -286,7 +286,7 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
         [schema, name]).fetchall()]
 
 
-def price_change_from(con: duckdb.DuckDBPyConnection, model) -> dt.date | None:  # noqa: ANN001
+def price_change_from(con: duckdb.DuckDBPyConnection, model) -> dt.date | None:
     """The earliest day on which the price history ``model`` would select now differs from the
     stored table (None: no price in force changed).
 
@@ -337,7 +337,7 @@ def closure_keys() -> tuple[str, ...]:
     return tuple(sorted({m.closure for m in sqltable.load_tables() if m.closure}))
 
 
-def _closed_days(con: duckdb.DuckDBPyConnection, days: set[dt.date], keys: tuple[str, ...] | None = None) -> set[dt.date]:
+def closed_days(con: duckdb.DuckDBPyConnection, days: set[dt.date], keys: tuple[str, ...] | None = None) -> set[dt.date]:
     """Add every day on which a task (trace, session: ``keys``, default ``closure_keys()``) with a call
     on one of ``days`` has a call, until stable. A trace's invoke_agent spans (stg.agent_spans) count
     as its calls do: the days they start on join the trace's days, and a trace with a span starting
@@ -391,7 +391,7 @@ def _gap_days(con: duckdb.DuckDBPyConnection) -> set[dt.date]:
     return {before + dt.timedelta(days=k) for k in range(1, (now - before).days + 1)}
 
 
-def _halo(con: duckdb.DuckDBPyConnection) -> int:
+def halo_days_of(con: duckdb.DuckDBPyConnection) -> int:
     """Days a self-hosted call's interval [ts - latency, ts] can reach back: 1 + whole days of latency."""
     (ms,) = con.execute("SELECT max(latency_ms) FROM stg.requests WHERE node_id IS NOT NULL").fetchall()[0]
     return 1 + int((ms or 0) // 86_400_000)
@@ -440,9 +440,9 @@ def plan(con: duckdb.DuckDBPyConnection, build_id: str | None, *, extra_days: li
             days |= _gap_days(con)
             keys = tuple(sorted({m.closure for m in models if m.closure}))
             if keys:
-                days = _closed_days(con, days, keys)
+                days = closed_days(con, days, keys)
     scope = Scope(full=bool(reason), reason=reason or "incremental", days=tuple(sorted(days)),
-                  halo_days=_halo(con) if not reason else 1, full_tables=frozenset(stale),
+                  halo_days=halo_days_of(con) if not reason else 1, full_tables=frozenset(stale),
                   tables=None if reason else frozenset(tables), price_from=price_from)
     store(con, build_id, scope)
     return scope

@@ -261,7 +261,7 @@ class _Folders:
             self._set = frozenset(s.folder for s in self._ingestor.specs)
         return self._set
 
-    def __iter__(self):  # noqa: ANN204
+    def __iter__(self):
         return iter(self._get())
 
     def __contains__(self, item: object) -> bool:
@@ -902,7 +902,7 @@ class Ingestor:
             if conflict:
                 key_list = ", ".join(spec.key or ())
                 con.execute(
-                    f"""INSERT INTO ops.quarantine
+                    """INSERT INTO ops.quarantine
                         SELECT ?, ?, line, ?, 'conflicting_duplicate: same key as a loaded row, other values', NULL, ?
                         FROM _incoming WHERE _verdict = 'conflict'""",
                     [file_id, rel, key_list, self.now],
@@ -1079,7 +1079,7 @@ class Ingestor:
         return FileResult(rel, "loaded", parsed.format, table, rows_in, loaded, dup, quarantined,
                           unknown_fields=_unknown_rows(parsed))
 
-    def _record_loaded(self, file_id: int, rel: str, sha: str, folder: str, nbytes: int, mtime_ns: int | None,  # noqa: PLR0913
+    def _record_loaded(self, file_id: int, rel: str, sha: str, folder: str, nbytes: int, mtime_ns: int | None,
                        table: str, parsed: Parsed, loaded: int, dup: int, quarantined: int) -> int:
         """Inside a file's load transaction: check rows_in = loaded + duplicate + quarantined (a file
         that breaks it fails the load, naming the file) and write its ops.ingested_files row;

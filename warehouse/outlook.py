@@ -53,8 +53,8 @@ from models.sizing import size
 from models.spec import CallProfile
 from models.throughput import estimate_throughput
 from warehouse.economics import (
-    USD6, Built, Candidate, _finish, _gpu_key, _records, _settings, _write, api_months, call_profiles, candidates,
-    hosts, net_rate_sql, offer_label, offers,
+    USD6, Built, Candidate, _finish, _records, _settings, _write, api_months, call_profiles, candidates,
+    net_rate_sql, offers,
 )
 from warehouse.incremental import has_table
 

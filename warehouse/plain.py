@@ -12,6 +12,7 @@ engine, and the orchestrator never sees which library counted.
 from __future__ import annotations
 
 import operator
+from typing import SupportsIndex
 
 
 def plain_int(value: object, what: str) -> int:
@@ -20,11 +21,13 @@ def plain_int(value: object, what: str) -> int:
     if isinstance(value, bool):
         raise TypeError(f"{what}: expected an integer count, got a bool ({value!r})")
     try:
+        if not isinstance(value, SupportsIndex):  # float, str, None: no __index__
+            raise TypeError
         return operator.index(value)
     except TypeError:
         raise TypeError(f"{what}: expected an integer count, got {type(value).__name__} {value!r}") from None
 
 
-def checked(check_name: str, bad: object, sample: list[dict]) -> tuple[int, list[dict]]:
+def checked(check_name: str, bad: object, sample: list[dict[str, object]]) -> tuple[int, list[dict[str, object]]]:
     """What ``Engine.check`` returns: the offending rows' count as a Python int, and the sample."""
     return plain_int(bad, f"check {check_name}: offending rows"), sample

@@ -177,7 +177,7 @@ def parse_header(sql: str, path: str) -> Header:
 
 # -- the syntax tree -----------------------------------------------------------------------------
 
-def parse(sql: str, path: str):  # noqa: ANN201 - sqlglot.exp.Expression, imported lazily
+def parse(sql: str, path: str):
     import sqlglot  # noqa: PLC0415
     from sqlglot.errors import ParseError  # noqa: PLC0415
 
@@ -190,7 +190,7 @@ def parse(sql: str, path: str):  # noqa: ANN201 - sqlglot.exp.Expression, import
     return tree
 
 
-def table_refs(tree) -> set[str]:  # noqa: ANN001
+def table_refs(tree) -> set[str]:
     """'schema.table' of every warehouse table the statement reads (CTE names and string
     literals are not tables; macros such as core.model_key(...) are functions, not tables)."""
     from sqlglot import exp  # noqa: PLC0415

@@ -26,7 +26,7 @@ __all__ = ["SCHEMAS", "SqlTable", "build", "build_all", "load_tables"]
 _RENAMED = {"SqlModel": "SqlTable", "load_models": "load_tables"}  # issue 27: "model" is an LLM
 
 
-def __getattr__(name: str):  # noqa: ANN202 - the old names, with a warning
+def __getattr__(name: str):
     if name in _RENAMED:
         import warnings  # noqa: PLC0415
 
@@ -116,7 +116,7 @@ class Batch:
     lo: dt.date | None
     hi: dt.date | None
     read_days: tuple[dt.date, ...]
-    halo_days: int = 1  # incremental._halo of the build: how far a call's interval reaches back
+    halo_days: int = 1  # incremental.halo_days_of(con): how far a call's interval reaches back
 
     def key_filter(self, key: str) -> str:
         parts_ = []
@@ -135,7 +135,7 @@ def full_batches(con: duckdb.DuckDBPyConnection, build_id: str) -> list[Batch]:
     """The batches of a full rebuild of the per-call tables in this build ([] or one batch: write
     whole). Days are cut where the running count of calls (stg.requests) passes FULL_BATCH_CALLS;
     each batch's days are closed over tasks, as the incremental plan closes its days
-    (``incremental._closed_days``), so a task never straddles what a batch reads. Computed once per
+    (``incremental.closed_days``), so a task never straddles what a batch reads. Computed once per
     build and number of calls."""
     if not incremental.has_table(con, "stg.requests"):
         return []
@@ -147,7 +147,7 @@ def full_batches(con: duckdb.DuckDBPyConnection, build_id: str) -> list[Batch]:
         return _BATCHES[cache_key]
     per_day = con.execute("SELECT CAST(ts AS DATE) AS day, count(*) FROM stg.requests GROUP BY ALL ORDER BY day").fetchall()
     lo, hi = per_day[0][0], per_day[-1][0]
-    halo = incremental._halo(con)
+    halo = incremental.halo_days_of(con)
     cuts, running = [], 0
     for day, n in per_day:
         if running and running + n > FULL_BATCH_CALLS:
@@ -160,7 +160,7 @@ def full_batches(con: duckdb.DuckDBPyConnection, build_id: str) -> list[Batch]:
         first = (a or lo) - dt.timedelta(days=halo)
         last = (b - dt.timedelta(days=1)) if b is not None else hi + dt.timedelta(days=halo)
         days = {first + dt.timedelta(days=k) for k in range((last - first).days + 1)}
-        out.append(Batch(a, b, tuple(sorted(incremental._closed_days(con, days))), halo))
+        out.append(Batch(a, b, tuple(sorted(incremental.closed_days(con, days))), halo))
     span = (hi - lo).days + 1 + 2 * halo
     if sum(len(b.read_days) for b in out) > 3 * span:
         # tasks that span most days (one task id reused every day) make every batch read most of the

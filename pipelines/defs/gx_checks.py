@@ -40,7 +40,7 @@ def _metadata(res) -> dict:
     }
 
 
-def gx_submit(con, build_id: str, tables: list[str]) -> list[tuple[str, Callable[[], SuiteResult]]]:  # noqa: ANN001
+def gx_submit(con, build_id: str, tables: list[str]) -> list[tuple[str, Callable[[], SuiteResult]]]:
     """Read the rows this build added to each staging table and start their validation (in the
     GX worker, if the ingest started one: it validates while this step goes on with its plan).
     The build's first new file and start time are looked up once for all tables."""
@@ -49,12 +49,12 @@ def gx_submit(con, build_id: str, tables: list[str]) -> list[tuple[str, Callable
     return [(table, submit(con, table, first, now=now)) for table in tables]
 
 
-def gx_collect(pending: list[tuple[str, Callable[[], SuiteResult]]], log) -> list[dg.AssetCheckResult]:  # noqa: ANN001
+def gx_collect(pending: list[tuple[str, Callable[[], SuiteResult]]], log) -> list[dg.AssetCheckResult]:
     """The ``gx_suite`` check result of each table submitted by :func:`gx_submit`."""
     return [_gx_check_result(table, finish(), log) for table, finish in pending]
 
 
-def _gx_check_result(table: str, res, log) -> dg.AssetCheckResult:  # noqa: ANN001
+def _gx_check_result(table: str, res, log) -> dg.AssetCheckResult:
     if not res.success:
         log.error(f"{table}: {len(res.failed)} expectation(s) failed; sample: {res.sample(5)}")
     return dg.AssetCheckResult(asset_key=dg.AssetKey(table.split(".")), check_name=CHECK_NAME,

@@ -120,7 +120,7 @@ def late_partitions(touched: list[dt.date], requested: set[str]) -> list[str]:
     return days if len(days) <= LATE_DAYS_MAX else []
 
 
-def _model_checks(table: str, checks, con, failed: set[str], engine: Engine):  # noqa: ANN001, ANN202
+def _model_checks(table: str, checks, con, failed: set[str], engine: Engine):
     """The selected SQL checks of one model table, run where the engine built it, as check results;
     a table with a failing check is added to ``failed``."""
     for c in MODEL_CHECKS:
@@ -131,7 +131,7 @@ def _model_checks(table: str, checks, con, failed: set[str], engine: Engine):  #
             yield res
 
 
-def _check_result(check: SqlCheck, con, engine: Engine | None = None) -> dg.AssetCheckResult:  # noqa: ANN001
+def _check_result(check: SqlCheck, con, engine: Engine | None = None) -> dg.AssetCheckResult:
     bad, sample = check.run(con) if engine is None else engine.check(con, check)
     return dg.AssetCheckResult(
         asset_key=key_of(check.asset), check_name=check.name, passed=bad == 0,
@@ -193,7 +193,7 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
         raise
 
 
-def _ingest(context, config, thinktax, cfg, build_, engine: Engine) -> Iterator:  # noqa: ANN001
+def _ingest(context, config, thinktax, cfg, build_, engine: Engine) -> Iterator:
     progress.report("prepare", str(build_.path))
     build_.start(cfg.settings_row(), keep_builds=cfg.warehouse.keep_builds)
     with build_.connect() as con:
@@ -297,7 +297,7 @@ with warnings.catch_warnings():
             raise
 
 
-def _models(context, config, thinktax, build_, engine: Engine) -> Iterator:  # noqa: ANN001, C901
+def _models(context, config, thinktax, build_, engine: Engine) -> Iterator:
     selected = context.selected_asset_keys
     checks = context.selected_asset_check_keys
     requested = {d.isoformat() for d in requested_days(dict(context.run.tags))}
@@ -373,7 +373,7 @@ def _models(context, config, thinktax, build_, engine: Engine) -> Iterator:  # n
         yield dg.MaterializeResult(asset_key=PUBLISHED, metadata=_publish(build_, thinktax, engine))
 
 
-def built_metadata(con, m, done: Rebuilt, kind: str) -> dict[str, object]:  # noqa: ANN001
+def built_metadata(con, m, done: Rebuilt, kind: str) -> dict[str, object]:
     """The materialisation metadata of model ``m`` that engine ``kind`` built (``done``): marts show
     their schema (with column docs) and a preview of their head in the UI (from the DuckDB build:
     on another engine the row count and the rebuild mode)."""
@@ -387,20 +387,20 @@ def late_day_metadata(done: Rebuilt) -> dict[str, object]:
     return {"reason": "day touched by a file ingested in this run", "dagster/row_count": done.rows}
 
 
-def _rebuilds(con, e, scope, changed: set[str]) -> bool:  # noqa: ANN001
+def _rebuilds(con, e, scope, changed: set[str]) -> bool:
     """Whether economics mart ``e`` is rebuilt, ``changed`` being the tables rebuilt or given new
     rows in this run. A mart the published warehouse lacks (built before it existed, or by a
     direct build of the SQL tables only) is built, never "kept"."""
     return bool(scope.full or scope.tables is None or e.deps & changed or not _table_exists(con, e.table))
 
 
-def _table_exists(con, table: str) -> bool:  # noqa: ANN001
+def _table_exists(con, table: str) -> bool:
     schema, name = table.split(".")
     return con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
                        "AND schema_name = ? AND table_name = ?", [schema, name]).fetchall()[0][0] > 0
 
 
-def _publish(build_, thinktax: ThinktaxResource, engine: Engine) -> dict:  # noqa: ANN001
+def _publish(build_, thinktax: ThinktaxResource, engine: Engine) -> dict:
     """Column docs into the build, then rename it over the published warehouse (and publish the
     engine's tables with it)."""
     progress.report("publish", str(thinktax.warehouse_file))

@@ -75,7 +75,7 @@ def superset_python() -> Path:
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory) -> Path:
     """A small demo (45 days, 60 tasks a day), published by `thinktax demo` (the whole Dagster job)."""
-    from thinktax.cli import main  # noqa: PLC0415
+    from thinktax.cli import main
 
     base = tmp_path_factory.mktemp("bi_demo")
     wh = base / "thinktax.duckdb"

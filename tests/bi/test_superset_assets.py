@@ -103,7 +103,7 @@ def test_the_bundle_points_the_database_at_the_warehouse_read_only(tmp_path):
 
 
 def test_a_broken_file_is_named(tmp_path):
-    import shutil  # noqa: PLC0415
+    import shutil
 
     copy = tmp_path / "superset"
     shutil.copytree(ASSETS, copy)

@@ -30,13 +30,13 @@ def _fake_pyspark(monkeypatch: pytest.MonkeyPatch, code: str) -> subprocess.Pope
 
 def test_a_gateway_that_exits_on_eof_is_waited_for(monkeypatch):
     proc = _fake_pyspark(monkeypatch, EXITS_ON_EOF)
-    assert cli._end_spark_gateway(timeout=30) == []  # noqa: SLF001 - ended by itself: not counted as ended by us
+    assert cli._end_spark_gateway(timeout=30) == []
     assert proc.poll() == 0
 
 
 def test_a_gateway_that_does_not_exit_is_terminated_after_the_bound(monkeypatch):
     proc = _fake_pyspark(monkeypatch, IGNORES_EOF)
-    assert cli._end_spark_gateway(timeout=0.5) == [proc.pid]  # noqa: SLF001
+    assert cli._end_spark_gateway(timeout=0.5) == [proc.pid]
     assert proc.poll() is not None and proc.returncode != 0
 
 

@@ -67,7 +67,7 @@ class Script:
 @contextlib.contextmanager
 def serve(script: Script):
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server API)
+        def do_GET(self):
             parts = urllib.parse.urlsplit(self.path)
             status, headers, body = script.respond(parts.path, urllib.parse.parse_qs(parts.query),
                                                    {k.lower(): v for k, v in self.headers.items()})

@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from decimal import Decimal as D
 from pathlib import Path
 

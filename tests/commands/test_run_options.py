@@ -47,7 +47,7 @@ def test_bad_flags_exit_2_before_running(tmp_path: Path, capsys, flags, message)
 
 
 def _scope(wh: Path) -> tuple:
-    from warehouse.db import read_only  # noqa: PLC0415
+    from warehouse.db import read_only
 
     with read_only(wh) as con:
         return con.execute("SELECT full_rebuild, reason, days FROM ops.build_scope").fetchall()[0]
@@ -68,7 +68,7 @@ def test_runs_rebuild_the_days_new_files_touch_or_everything_when_asked(mini_lan
     assert _scope(wh)[:2] == (True, "a full rebuild was asked for")
     assert main(base) == 0  # and the next plain run is incremental again (nothing new: no day but the requested one)
     assert _scope(wh) == (False, "incremental", [dt.date(2026, 7, 1)])
-    from warehouse.db import read_only  # noqa: PLC0415
+    from warehouse.db import read_only
 
     with read_only(wh) as con:
         # r6 inherits t1's team; the task now has three calls (r1, r4, r6)
@@ -78,7 +78,7 @@ def test_runs_rebuild_the_days_new_files_touch_or_everything_when_asked(mini_lan
 def test_a_warehouse_named_by_its_folder(tmp_path, monkeypatch):
     """--warehouse DIR: an existing folder means DIR/thinktax.duckdb for every engine; for the Spark
     engine (whose --warehouse names where its tables live) so does a new path without a suffix."""
-    from services.config import resolve_paths  # noqa: PLC0415
+    from services.config import resolve_paths
 
     monkeypatch.delenv("THINKTAX_WAREHOUSE", raising=False)
     tmp_path = tmp_path.resolve()

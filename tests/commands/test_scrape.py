@@ -32,7 +32,7 @@ def serve(status: int, body: bytes, content_type: str = "text/plain; version=0.0
     """An HTTP server on 127.0.0.1:<random port> answering GET /metrics; yields its base URL."""
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server API)
+        def do_GET(self):
             code, payload = (status, body) if self.path == "/metrics" else (404, b"not found")
             self.send_response(code)
             self.send_header("Content-Type", content_type)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from thinktax.commands.sql import WarehouseMismatch, paired_warehouse
-from warehouse.spark.engine import _publish_local, built_with, current_build  # noqa: PLC2701
+from warehouse.spark.engine import _publish_local, built_with, current_build
 
 
 def _published(tmp_path: Path, warehouse: Path) -> Path:
@@ -66,7 +66,7 @@ def test_a_folder_published_before_the_record_uses_the_given_file(tmp_path: Path
 
 def test_the_cli_says_so_and_exits_2_on_a_mismatch(tmp_path: Path, capsys):
     pytest.importorskip("pyspark")
-    from thinktax.cli import main  # noqa: PLC0415
+    from thinktax.cli import main
 
     x, y = tmp_path / "a" / "thinktax.duckdb", tmp_path / "b" / "thinktax.duckdb"
     folder = _published(tmp_path, x)

@@ -67,7 +67,7 @@ def test_nearest_rank():
 
 
 def test_erlang_c_by_hand_and_the_mgc_approximation_against_the_replay():
-    from models.capacity import erlang_c, mgc_replicas_for, mgc_wait_quantile  # noqa: PLC0415
+    from models.capacity import erlang_c, mgc_replicas_for, mgc_wait_quantile
 
     # M/M/2 with a = 1 (rho = 0.5): B(1) = 1/2, B(2) = (1 x 1/2) / (2 + 1/2) = 0.2; C = 0.2 / (1 - 0.5 x 0.8) = 1/3
     assert erlang_c(2, 1.0) == pytest.approx(1 / 3)

@@ -77,7 +77,7 @@ def test_backtest_coverage_is_counted_and_short_coverage_widens_by_the_stated_ru
     # K = min(3, 6 - 2) = 3 origins (ends of March, April, May), 3 + 2 + 1 = 6 (origin, month ahead)
     # windows each. Coverage share = covered / windows; an interval is widened only when its share
     # falls short, and then at least to the nominal share of the backtest windows.
-    from models.forecast import Z80, Z95, conformal_scale  # noqa: PLC0415
+    from models.forecast import Z80, Z95, conformal_scale
 
     rng = np.random.default_rng(11)
     windows = c80 = c95 = 0
@@ -100,7 +100,7 @@ def test_backtest_coverage_is_counted_and_short_coverage_widens_by_the_stated_ru
 
 
 def test_horizon_and_warn_months_come_from_thinktax_toml(tmp_path):
-    from services.config import ConfigError, load_config  # noqa: PLC0415
+    from services.config import ConfigError, load_config
 
     p = tmp_path / "thinktax.toml"
     p.write_text("[forecast]\nhorizon_months = 2\n[alert]\nwarn_months = 1\n")
@@ -170,7 +170,7 @@ def test_prewarm_imports_statsmodels_in_a_thread_that_forecast_many_waits_for():
 # --------------------------------------------------------------------------- issue 28: known futures
 def _month_series(fn, months: int, seed: int = 0) -> tuple[list[dt.date], np.ndarray]:
     """Daily values over ``months`` calendar months from Jan 1 2026: fn(month index, day index, date, rng)."""
-    from models.forecast import add_months, month_end  # noqa: PLC0415
+    from models.forecast import add_months, month_end
 
     rng = np.random.default_rng(seed)
     last = month_end(add_months(JAN1, months - 1))
@@ -200,7 +200,7 @@ KNOWN_FUTURES = {
 def known_future_table(horizon: int = 12) -> list[tuple[str, str, str, float, float, float, float]]:
     """(series, chosen method, runner-up, 3-month-ahead error %, backtest MAPE %, 80 % and 95 % coverage
     of the six known future months): the table of docs/economics.md section 11."""
-    from models.forecast import add_months, month_end  # noqa: PLC0415
+    from models.forecast import add_months, month_end
 
     out = []
     for name, (fn, hist) in KNOWN_FUTURES.items():
@@ -220,7 +220,7 @@ def known_future_table(horizon: int = 12) -> list[tuple[str, str, str, float, fl
 
 def test_known_futures_trends_within_ten_percent_three_months_ahead():
     table = {row[0]: row for row in known_future_table()}
-    for name, (_, method, runner_up, err3, mape, cov80, cov95, f) in table.items():
+    for name, (_, method, runner_up, err3, mape, _cov80, cov95, f) in table.items():
         assert runner_up is not None and f.runner_up_mape_pct >= mape - 1e-6, name
         assert abs(err3) < 10, (name, method, err3)              # every series, the trends included
         third = f.months[2]
@@ -239,7 +239,7 @@ def test_monthly_steps_cross_the_deployment_cost_in_the_month_worked_by_hand():
     # at $11,680 a month is first reached when 1,000 k >= 11,680, k = 12: December (Nov: $11,000 < 11,680
     # <= Dec: $12,000). The forecast must cross within one month of December, and its 95 % upper bound
     # must not stay under $10,600 (the old daily ETS(A,Ad,N) forecast a flat ~$6,200).
-    from models.forecast import add_months, month_end  # noqa: PLC0415
+    from models.forecast import add_months, month_end
 
     days, y = _month_series(KNOWN_FUTURES["monthly steps"][0], 6)
     f = forecast_daily(JAN1, y, dt.date(2026, 6, 30))             # the default horizon: 12 months

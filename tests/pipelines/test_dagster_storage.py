@@ -51,6 +51,6 @@ def test_run_shard_engines_are_bounded(tmp_path):
     for k in range(20):
         with storage.run_connection(f"run{k}") as conn:
             conn.exec_driver_sql("SELECT 1")
-    kept = list(storage._engines)  # noqa: SLF001
+    kept = list(storage._engines)
     assert [k for k in kept if k != "index"] == [f"run{k}" for k in range(12, 20)]  # the 8 most recent
     storage.dispose()

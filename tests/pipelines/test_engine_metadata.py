@@ -41,7 +41,7 @@ from warehouse.rebuild import Rebuilt
 from services.config import Config
 
 
-def _resolved(meta: dict, key: str = "dagster/row_count"):  # noqa: ANN202
+def _resolved(meta: dict, key: str = "dagster/row_count"):
     """``meta`` through Dagster's resolution (raises DagsterInvalidMetadata on a value it cannot type)."""
     return dg.AssetMaterialization(asset_key="t", metadata=meta).metadata[key]
 
@@ -98,10 +98,10 @@ class _ConnectCount:
     def __init__(self, n: int) -> None:
         self.n = n
 
-    def count(self):  # noqa: ANN201
+    def count(self):
         return np.int64(self.n)
 
-    def limit(self, k: int):  # noqa: ANN201
+    def limit(self, k: int):
         return self
 
     def collect(self) -> list:
@@ -109,9 +109,9 @@ class _ConnectCount:
 
 
 class _ConnectSession:
-    class catalog:  # noqa: N801 - as pyspark's attribute
+    class catalog:
         @staticmethod
-        def tableExists(table: str) -> bool:  # noqa: N802
+        def tableExists(table: str) -> bool:
             return True
 
     def table(self, name: str) -> _ConnectCount:
@@ -125,12 +125,12 @@ class _Row:
     def __init__(self, d: dict) -> None:
         self.d = d
 
-    def asDict(self) -> dict:  # noqa: N802
+    def asDict(self) -> dict:
         return self.d
 
 
 def test_spark_connect_adapter_results_pass_the_metadata_path(tmp_path):
-    from warehouse.spark.engine import SparkEngine  # noqa: PLC0415 - imports no pyspark
+    from warehouse.spark.engine import SparkEngine
 
     engine = SparkEngine("b1", warehouse=tmp_path / "thinktax.duckdb", spark_warehouse=tmp_path / "spark",
                          remote="sc://127.0.0.1:15002", spark=_ConnectSession())
@@ -152,7 +152,7 @@ def test_a_relative_spark_warehouse_reaches_the_engine_absolute(tmp_path, monkey
     against its own folder, so the engine gets the path resolved here, where the user typed it
     (found running `thinktax run --spark-remote ... --spark-warehouse spark-files` in issue 46:
     "UNABLE_TO_INFER_SCHEMA" for the server looked in its own folder)."""
-    from warehouse.engine import close_engine, open_engine  # noqa: PLC0415
+    from warehouse.engine import close_engine, open_engine
 
     monkeypatch.chdir(tmp_path)
     eng = open_engine("spark", "rel1", warehouse=tmp_path / "wh" / "thinktax.duckdb", spark_remote="sc://127.0.0.1:1",

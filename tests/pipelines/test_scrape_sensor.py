@@ -18,7 +18,7 @@ BODY = b"# HELP vllm:num_requests_running Running.\n# TYPE vllm:num_requests_run
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
         self.end_headers()

@@ -13,7 +13,6 @@ rows); prices/llm 1 file, 3 rows; telemetry/requests 1 file, 9 + 20 = 29 calls; 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import duckdb
 import pytest

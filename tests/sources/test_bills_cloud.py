@@ -168,10 +168,10 @@ _LEGACY = {
 
 
 def _legacy_rows(flavour: str) -> tuple[list[str], list[list[str]]]:
-    import csv  # noqa: PLC0415
-    import json  # noqa: PLC0415
+    import csv
+    import json
 
-    from tests.sql.test_cloud_bills import FIXTURES  # noqa: PLC0415
+    from tests.sql.test_cloud_bills import FIXTURES
 
     src = next((FIXTURES / "aws").rglob("*.csv"))
     rows = list(csv.DictReader(src.open()))
@@ -195,12 +195,12 @@ def test_the_legacy_cur_reads_as_cur_2(tmp_path, flavour):
     columns) give the same lines: the same model, bucket, tokens, cost and team; only the line's IAM
     principal is missing (the legacy CUR has no such column), and the CUR 2.0 line without a product
     name keeps none."""
-    import csv  # noqa: PLC0415
+    import csv
 
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.parquet as pq  # noqa: PLC0415
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    from tests.sql.test_cloud_bills import FIXTURES  # noqa: PLC0415
+    from tests.sql.test_cloud_bills import FIXTURES
 
     def load(landing):
         con = duckdb.connect()

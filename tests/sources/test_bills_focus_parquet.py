@@ -56,7 +56,7 @@ def _as_parquet(csv_path: Path, out: Path) -> bytes:
     return out.read_bytes()
 
 
-def _rows(parsed) -> list[dict]:  # noqa: ANN001
+def _rows(parsed) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "line"} for r in parsed.rows.to_pylist()]
 
 
@@ -117,7 +117,7 @@ def test_a_parquet_without_the_required_columns_or_unreadable_is_a_clear_error(t
 def test_the_ingest_reads_a_focus_parquet_once(tmp_path: Path):
     """bills/focus/*.parquet through the Ingestor: recognised by content, accounted
     (rows in = loaded + duplicate + quarantined), and a second ingest of the same file is a no-op."""
-    from tests.conftest import build_warehouse  # noqa: PLC0415
+    from tests.conftest import build_warehouse
 
     src = ROOT / "tests/fixtures/bills/focus/llm_api_2025-06-01_02.csv"
     landing = tmp_path / "landing" / "bills" / "focus"
@@ -130,7 +130,7 @@ def test_the_ingest_reads_a_focus_parquet_once(tmp_path: Path):
     assert fmt == "focus_parquet" and rows_in == want.rows_in == loaded + dup + quar and loaded == want.rows.num_rows
     billed = con.execute("SELECT sum(billed_cost_usd) FROM stg.focus_costs").fetchall()[0][0]
     assert billed == sum((r["billed_cost_usd"] for r in want.rows.to_pylist()), Decimal(0))
-    from warehouse.ingest import Ingestor  # noqa: PLC0415
+    from warehouse.ingest import Ingestor
 
     again = Ingestor(con, tmp_path / "landing").ingest()
     assert sum(f.rows_loaded for f in again.files) == 0

@@ -114,7 +114,7 @@ def test_suites_are_generated_from_the_declaration(migrated):
     now = dt.datetime(2026, 8, 1)
     suites = expectations.suites(now)
     assert set(suites) == set(TABLES)
-    for name, t in TABLES.items():
+    for name in TABLES:
         labels = [e.label for e in suites[name].expectations]
         assert len(labels) == len(set(labels)), name  # labels are unique within a suite
         # every NOT NULL column but file_id has its not_null expectation; line >= 1 everywhere

@@ -114,7 +114,7 @@ def test_relanding_the_trace_in_another_file_counts_nothing_twice(tmp_path):
 
 
 def test_the_report_shows_the_costliest_run_with_its_agent_tree(tmp_path):
-    from services.report import build_html  # noqa: PLC0415
+    from services.report import build_html
 
     con = _build(tmp_path)
     html = build_html(con)

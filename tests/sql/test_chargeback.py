@@ -88,7 +88,7 @@ def test_shared_even_and_to_one_cost_center(tmp_path):
 
 
 def test_the_report_has_the_chargeback_table(tmp_path):
-    from services.report import build_html  # noqa: PLC0415
+    from services.report import build_html
 
     con = _build(tmp_path)
     html = build_html(con)
@@ -137,7 +137,7 @@ def test_the_consumed_commitment_is_charged_to_the_calls_that_consumed_it(tmp_pa
     # principal rows carry no commitment
     assert con.execute("SELECT DISTINCT commitment_cost_usd FROM marts.chargeback WHERE principal_kind <> '*'").fetchall() == [(D("0"),)]
     # the report's chargeback table has the commitments column with search's 49.866667
-    from services.report import build_html, usd  # noqa: PLC0415
+    from services.report import build_html, usd
 
     html = build_html(con)
     section = html[html.index("Chargeback: who spent it"):html.index("Most expensive agent runs")]

@@ -180,7 +180,7 @@ def test_the_forecast_volume_follows_the_spend_forecast(wh):
 
 
 def test_the_report_shows_the_buying_options(wh):
-    from services.report import build_html  # noqa: PLC0415
+    from services.report import build_html
 
     html = build_html(wh)
     assert "<h2>Buying options</h2>" in html
@@ -252,7 +252,7 @@ def test_invoice_commitments_with_what_the_provisioned_calls_used(invoiced):
 
 
 def test_buying_options_is_a_python_mart_after_its_inputs():
-    from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
+    from pipelines.defs.economics_assets import ECONOMICS
 
     order = [e.table for e in ECONOMICS]
     mart = next(e for e in ECONOMICS if e.table == "marts.buying_options")
@@ -264,7 +264,7 @@ def test_buying_options_is_a_python_mart_after_its_inputs():
 def test_buying_options_needs_only_the_call_columns_a_spark_run_brings_over(wh):
     """On a Spark run the DuckDB build holds core.call_costs as CALL_COSTS_COLUMNS only
     (warehouse/spark/economics.py): the mart built from those columns is the same."""
-    from warehouse.spark.economics import CALL_COSTS_COLUMNS  # noqa: PLC0415
+    from warehouse.spark.economics import CALL_COSTS_COLUMNS
 
     before = wh.execute("SELECT * EXCLUDE (build_id) FROM marts.buying_options ORDER BY ALL").fetchall()
     # a view over its Parquet files in a DuckDB build (warehouse/parts.py): put back as it was

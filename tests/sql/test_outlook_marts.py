@@ -20,7 +20,6 @@ import datetime as dt
 import json
 import math
 from decimal import Decimal as D
-from pathlib import Path
 
 import pytest
 
@@ -162,7 +161,7 @@ def test_outlook_expects_the_crossing_this_month_and_warns_once(con):
 
 
 def test_report_shows_forecast_outlook_and_budget_burn_down(con):
-    from services import report  # noqa: PLC0415
+    from services import report
 
     html = report.build_html(con)
     assert "Spend forecast" in html and "fallback_mean_rate" in html
@@ -174,13 +173,13 @@ def test_report_shows_forecast_outlook_and_budget_burn_down(con):
 
 
 def test_offers_rank_every_sheet_row_that_holds_the_deployment_and_use_the_cheapest_on_demand():
-    import duckdb  # noqa: PLC0415
+    import duckdb
 
-    from models.gpus import gpu_spec  # noqa: PLC0415
-    from models.sizing import Deployment  # noqa: PLC0415
-    from models.spec import ModelSpec  # noqa: PLC0415
-    from warehouse.economics import Candidate  # noqa: PLC0415
-    from warehouse.outlook import hosts, offers  # noqa: PLC0415
+    from models.gpus import gpu_spec
+    from models.sizing import Deployment
+    from models.spec import ModelSpec
+    from warehouse.economics import Candidate
+    from warehouse.outlook import hosts, offers
 
     con = duckdb.connect()
     con.execute("CREATE SCHEMA core")
@@ -227,7 +226,7 @@ def test_spend_forecast_rows_scopes_and_the_stated_fallback(con):
 
 
 def test_capacity_plan_replays_the_busiest_hours_and_the_outlook_pays_for_the_larger(con):
-    from warehouse.outlook import build_capacity_plan, scale  # noqa: PLC0415
+    from warehouse.outlook import build_capacity_plan, scale
 
     build_capacity_plan(con)
     got = con.sql("SELECT hours_replayed, calls_replayed, busiest_hour_calls, slots_per_replica, calls_per_minute, "
@@ -239,8 +238,8 @@ def test_capacity_plan_replays_the_busiest_hours_and_the_outlook_pays_for_the_la
     # peak_capacity. d-tiny gives 5 calls/min: the roofline's decode step at 47 calls in flight is scaled
     # by (estimated / given calls per minute). Whatever the pace, 47 slots hold every call of any replayed
     # hour at once (at most 3 in one hour): nobody waits -> 1 replica, p95 delay 0
-    from models.throughput import estimate_throughput  # noqa: PLC0415
-    from warehouse.economics import call_profiles, candidates  # noqa: PLC0415
+    from models.throughput import estimate_throughput
+    from warehouse.economics import call_profiles, candidates
 
     (cand,) = candidates(con, [])
     p50 = call_profiles(con)[("api-model", dt.date(2026, 6, 1))]["p50"]
@@ -250,8 +249,8 @@ def test_capacity_plan_replays_the_busiest_hours_and_the_outlook_pays_for_the_la
     out = con.sql("SELECT deployments_needed, peak_deployments_needed, queue_replicas_needed FROM marts.breakeven_outlook").fetchall()
     assert out == [(1, 1, 1)]
     # a build without the per-call core.calls (a Spark run's DuckDB file): no replay, the peak sizing, said so
-    from warehouse.economics import call_profiles, candidates  # noqa: PLC0415
-    from warehouse.outlook import capacity_plan_rows, pairs  # noqa: PLC0415
+    from warehouse.economics import call_profiles, candidates
+    from warehouse.outlook import capacity_plan_rows, pairs
 
     con.execute("ALTER TABLE core.calls RENAME TO calls_hidden")
     try:
@@ -260,7 +259,7 @@ def test_capacity_plan_replays_the_busiest_hours_and_the_outlook_pays_for_the_la
         con.execute("ALTER TABLE core.calls_hidden RENAME TO calls")
     assert [(r.get("replicas_needed"), r["planned_replicas"], r["sizing_basis"]) for r in rows] == [
         (None, 1, "peak_concurrency (no replay)")]
-    from services import report  # noqa: PLC0415
+    from services import report
 
     html = report.build_html(con)
     assert "Capacity plan for bursty reasoning load" in html and "peak_concurrency" in html

@@ -240,7 +240,7 @@ def test_pipeline_matches_the_published_rules_call_by_call(priced):
     calls, got, _ = priced
     assert len(got) == N_CALLS
     wrong = []
-    for line, call, key, provider in calls:
+    for line, call, key, _provider in calls:
         cost, price_model, _basis = got[line["request_id"]]
         # the sheet entry the pipeline priced with has the same rates as the requested key
         entry = SHEET[price_model]

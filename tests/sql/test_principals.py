@@ -21,7 +21,7 @@ import json
 from decimal import Decimal as D
 
 from tests.conftest import build_warehouse, write_files
-from tests.sources.test_otel import END, kv, span, traces
+from tests.sources.test_otel import span, traces
 
 PRICES = {
     "prices/llm/prices.2026-01-01.csv": (

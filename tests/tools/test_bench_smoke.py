@@ -15,7 +15,6 @@ import duckdb
 
 from synthetic import benchgen
 from tools import bench
-from warehouse.transform import build_all
 
 LAST_LINE = re.compile(r"^floor_ratio=(\d+\.\d+) incremental_growth=(\d+\.\d+)$")
 

@@ -135,7 +135,7 @@ def test_the_published_warehouse_carries_the_comments(pub):
 # --- Dagster metadata (pipelines/defs/metadata.py) ----------------------------------------------
 
 def test_table_metadata_for_the_dagster_ui(pub):
-    from pipelines.defs.metadata import table_metadata  # noqa: PLC0415
+    from pipelines.defs.metadata import table_metadata
 
     md = table_metadata(pub.warehouse, "marts.task_costs", read_only=True)
     assert md["dagster/row_count"].value == 28  # tasks t1..t8 and tm01..tm20
@@ -148,9 +148,9 @@ def test_table_metadata_for_the_dagster_ui(pub):
 
 
 def test_table_metadata_reaches_the_materialization(pub):
-    import dagster as dg  # noqa: PLC0415
+    import dagster as dg
 
-    from pipelines.defs.metadata import table_metadata  # noqa: PLC0415
+    from pipelines.defs.metadata import table_metadata
 
     @dg.asset(key=["marts", "daily_spend"])
     def daily_spend():
@@ -167,12 +167,12 @@ def test_table_metadata_reaches_the_materialization(pub):
 
 def test_table_metadata_in_a_run_build_file(pub, tmp_path):
     """The way the SQL asset factory would call it: on the run's build file, after building the table."""
-    import dagster as dg  # noqa: PLC0415
+    import dagster as dg
 
-    from pipelines.defs.metadata import table_metadata  # noqa: PLC0415
-    from services.config import Config  # noqa: PLC0415
-    from warehouse.db import Build  # noqa: PLC0415
-    from warehouse.transform import build, load_tables  # noqa: PLC0415
+    from pipelines.defs.metadata import table_metadata
+    from services.config import Config
+    from warehouse.db import Build
+    from warehouse.transform import build, load_tables
 
     published = tmp_path / "thinktax.duckdb"
     copy_warehouse(pub.warehouse, published)
@@ -194,7 +194,7 @@ def test_table_metadata_in_a_run_build_file(pub, tmp_path):
 
 
 def test_markdown_head_escapes_cells():
-    from pipelines.defs.metadata import markdown_head  # noqa: PLC0415
+    from pipelines.defs.metadata import markdown_head
 
     text = markdown_head(["a|b", "c"], [("x|y", None), ("line\nbreak", "z" * 50)])
     assert text.splitlines() == [

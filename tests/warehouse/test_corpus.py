@@ -110,7 +110,7 @@ def _cloud_usage_shapes(con):
     ]
 
 
-def _anomaly_feedback(con) -> None:  # noqa: ANN001
+def _anomaly_feedback(con) -> None:
     # scope and label are read case-insensitively and kept lower case
     assert con.execute("SELECT scope, scope_value, from_day, to_day, label FROM stg.anomaly_feedback ORDER BY line").fetchall() == [
         ("team", "search", dt.date(2026, 7, 1), dt.date(2026, 7, 3), "planned"),
@@ -686,12 +686,12 @@ def test_great_expectations_pass_on_everything_the_parsers_let_through():
     for n, case in enumerate(CASES):
         con, results = ingest_case(case)
         offset = 1000 * (n + 1)
-        files = con.sql("SELECT * REPLACE (file_id + $o AS file_id, sha256 || '-' || $o AS sha256) FROM ops.ingested_files", params={"o": offset}).to_arrow_table()
+        files = con.sql("SELECT * REPLACE (file_id + $o AS file_id, sha256 || '-' || $o AS sha256) FROM ops.ingested_files", params={"o": offset}).to_arrow_table()  # noqa: F841  (read by name in the INSERT below: a DuckDB replacement scan)
         combined.execute("INSERT INTO ops.ingested_files SELECT * FROM files")
         for table in {f.table for f in results.values() if f.table}:
             # request ids are unique per case, not across cases
             ids = ", $o || '-' || request_id AS request_id" if table == "stg.requests" else ""
-            rows = con.sql(f"SELECT * REPLACE (file_id + $o AS file_id{ids}) FROM {table}",
+            rows = con.sql(f"SELECT * REPLACE (file_id + $o AS file_id{ids}) FROM {table}",  # noqa: F841  (read by name in the INSERT below)
                            params={"o": offset}).to_arrow_table()
             combined.execute(f"INSERT INTO {table} SELECT * FROM rows")
             tables.add(table)

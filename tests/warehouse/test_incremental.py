@@ -88,7 +88,8 @@ def generated(tmp_path_factory) -> dict[str, list[Path] | Path]:
     root = tmp_path_factory.mktemp("incr")
     landing = root / "landing"
     reference = benchgen.write_reference_files(landing, SPEC)
-    days = [benchgen.write_day(landing, SPEC, d).jsonl for d in range(SPEC.days)]
+    for d in range(SPEC.days):
+        benchgen.write_day(landing, SPEC, d)
     later = root / "later"
     new_day = benchgen.write_day(later, SPEC, SPEC.days).jsonl
     d0 = SPEC.day(0)
@@ -400,7 +401,7 @@ def test_a_full_rebuild_in_batches_of_days_equals_one_written_whole(generated, t
     batch by batch (issue 26 item 3). With a limit below one day's calls every day is its own batch,
     so every edge of the landing is cut: the task over days 0-2, the self-hosted call over midnight
     (halo), the idle gap days. Every table must equal the rebuild written whole."""
-    from warehouse import transform  # noqa: PLC0415
+    from warehouse import transform
 
     everything = tmp_path / "landing_all"
     shutil.copytree(generated["landing"], everything)
@@ -452,7 +453,7 @@ def test_full_batches_cut_days_by_calls_and_fall_back_to_one_write_when_a_task_s
     closes every batch over the whole history: written whole instead ([])."""
     import duckdb
 
-    from warehouse import transform  # noqa: PLC0415
+    from warehouse import transform
 
     def con_with(task_of_day) -> duckdb.DuckDBPyConnection:
         con = duckdb.connect()

@@ -150,7 +150,7 @@ def test_prepared_batch_classifies_repeats_across_files_as_one_file_at_a_time_do
             ing = ingest.Ingestor(con, landing, now=NOW)
             summary = ing.ingest()
             if batch_files == 64:
-                assert ing._prepared is None  # every member was loaded from the prepared batch  # noqa: SLF001
+                assert ing._prepared is None  # every member was loaded from the prepared batch
             results[batch_files] = (
                 [(f.file.rsplit("/", 1)[1], f.status, f.rows_in, f.rows_loaded, f.rows_duplicate, f.rows_quarantined)
                  for f in summary.files if "stored" not in f.file],

@@ -207,7 +207,7 @@ def _sha(p: Path) -> str:
 
 @pytest.mark.parametrize("damage", ["deleted", "truncated"])
 def test_a_damaged_file_of_the_published_build_stops_the_next_run_naming_it(landing: Path, tmp_path: Path, damage: str, capsys):
-    from thinktax.cli import main  # noqa: PLC0415
+    from thinktax.cli import main
 
     wh = tmp_path / "wh" / "thinktax.duckdb"
     assert main(["run", "--landing", str(landing), "--warehouse", str(wh)]) == 0
@@ -297,7 +297,7 @@ def test_a_spark_run_takes_the_per_call_tables_it_replaces_off_the_list(landing:
     """A Spark run's DuckDB build drops the per-call views and writes its projections as tables
     (warehouse/spark/economics.py): their files leave the build's list, retired by that build, so
     no later run remakes a view over them and the retention keeps them for older readers."""
-    from warehouse.spark.economics import _duck_drop  # noqa: PLC0415 - no pyspark import
+    from warehouse.spark.economics import _duck_drop
 
     wh = tmp_path / "wh" / "thinktax.duckdb"
     _run(wh, landing, "one")
@@ -322,7 +322,7 @@ def test_stg_requests_is_appended_as_one_file_per_build_and_a_migration_can_stil
     """The calls as ingested: a view over one Parquet file per build that ingested any, plus the
     empty ``stg.requests__pending``; the DuckDB file holds none of their rows. A migration that adds
     a column runs on the (empty) table and the older files read NULL in it."""
-    from warehouse import db  # noqa: PLC0415
+    from warehouse import db
 
     land = _fresh_landing(landing, tmp_path)
     wh = tmp_path / "wh" / "thinktax.duckdb"
@@ -374,7 +374,7 @@ def test_stg_requests_is_appended_as_one_file_per_build_and_a_migration_can_stil
 def test_a_damaged_file_of_stg_requests_stops_even_a_full_rebuild(landing: Path, tmp_path: Path, capsys):
     """The calls as ingested cannot be rebuilt from anything in the warehouse: a full rebuild, which
     skips the check of the SQL tables' files (it rewrites them), still checks these."""
-    from thinktax.cli import main  # noqa: PLC0415
+    from thinktax.cli import main
 
     wh = tmp_path / "wh" / "thinktax.duckdb"
     assert main(["run", "--landing", str(landing), "--warehouse", str(wh)]) == 0
@@ -395,7 +395,7 @@ def test_a_damaged_file_of_stg_requests_stops_even_a_full_rebuild(landing: Path,
 def _with_a_dropped_table(path: Path, rows: int, keep: list[str]) -> None:
     """A DuckDB file at ``path`` with schema ``ops``, the statements ``keep`` and the free blocks of a
     dropped table of ``rows`` rows (DuckDB reuses them but never gives them back)."""
-    from warehouse.db import connect  # noqa: PLC0415
+    from warehouse.db import connect
 
     with connect(path) as con:
         con.execute("CREATE SCHEMA ops")
@@ -411,7 +411,7 @@ def _with_a_dropped_table(path: Path, rows: int, keep: list[str]) -> None:
 def test_a_build_file_with_many_free_blocks_is_rewritten_without_them_keeping_everything(tmp_path: Path):
     """DuckDB reuses a dropped table's blocks but never gives them back; a run copies the published
     file whole, so ``compact`` (called by ``Build.publish``) rewrites a file that is mostly free."""
-    from warehouse.db import compact, connect  # noqa: PLC0415
+    from warehouse.db import compact, connect
 
     path = tmp_path / "b.duckdb"
     _with_a_dropped_table(path, 1_500_000, [
@@ -439,7 +439,7 @@ def test_a_build_file_with_many_free_blocks_is_rewritten_without_them_keeping_ev
 def test_a_file_under_the_compaction_thresholds_is_kept_unless_forced(tmp_path: Path):
     """A few free blocks (under COMPACT_MIN_BYTES) are not worth a rewrite at publish; ``force``
     (the benchmark's history copies) rewrites a file that has any, and one with none is left alone."""
-    from warehouse.db import COMPACT_MIN_BYTES, compact, connect  # noqa: PLC0415
+    from warehouse.db import COMPACT_MIN_BYTES, compact, connect
 
     path = tmp_path / "f.duckdb"
     _with_a_dropped_table(path, 100_000, ["CREATE TABLE ops.keep AS SELECT range AS i FROM range(1000)"])
@@ -460,7 +460,7 @@ def test_a_large_request_file_is_written_once_as_its_own_file_and_a_failed_group
     (``parts.append``), read by path in the warehouse connection (``_ingest_in_place``); smaller ones
     gather in the pending table, one file at the end. The calls are the same either way, and a
     group of files that fails removes the files it wrote and lists none."""
-    from warehouse import ingest as ingest_mod  # noqa: PLC0415
+    from warehouse import ingest as ingest_mod
 
     land = _fresh_landing(landing, tmp_path)
     _late(land, "small", 1)  # 3 calls: under the threshold
@@ -538,7 +538,7 @@ def test_the_key_hashes_of_a_run_find_every_duplicate_and_conflict_the_stored_ke
     stored keys (``Ingestor._key_hashes``), kept up to date with every file it loads, whatever the
     route: the same verdicts as the scan of the stored keys, on files read in place, written as
     Parquet files and batched."""
-    from warehouse import ingest as ingest_mod  # noqa: PLC0415
+    from warehouse import ingest as ingest_mod
 
     land = _fresh_landing(landing, tmp_path)
     first = sorted((land / "telemetry" / "requests").rglob("*.jsonl"))[0]
@@ -577,8 +577,8 @@ def test_the_key_hashes_of_a_run_find_every_duplicate_and_conflict_the_stored_ke
             ing = Ingestor(con, land)
             ing.ingest()
             if hashes:
-                assert "stg.requests" in ing._hashes  # noqa: SLF001 - made at the first file of the run
-                (name, _k) = ing._hashes["stg.requests"]  # noqa: SLF001
+                assert "stg.requests" in ing._hashes
+                (name, _k) = ing._hashes["stg.requests"]
                 # one hash per stored call, kept up to date with every file loaded
                 assert con.execute(f"SELECT count(*) FROM {name}").fetchall() == con.execute("SELECT count(*) FROM stg.requests").fetchall()
             out[hashes] = [con.execute(q).fetchall() for q in (

@@ -24,7 +24,6 @@ import os
 from decimal import Decimal as D
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from services.config import Config

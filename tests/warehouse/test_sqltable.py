@@ -99,7 +99,7 @@ def test_a_macro_called_inside_a_macro_is_inlined_too():
 
 
 def test_no_rendered_model_calls_a_core_macro():
-    import re  # noqa: PLC0415
+    import re
 
     for m in load_tables():
         out = re.sub(r"/\*.*?\*/", "", render.to_spark(m.sql, path=m.path), flags=re.DOTALL)  # not the comments
@@ -171,7 +171,7 @@ def test_qualify_over_star_exclude_leaves_no_helper_column():
 
 
 def test_every_model_renders_for_spark():
-    from warehouse.spark.render import load_spark_tables  # noqa: PLC0415
+    from warehouse.spark.render import load_spark_tables
 
     models = load_spark_tables()  # raises RenderError naming the file and construct otherwise
     assert {m.table for m in models} == {m.table for m in load_tables()}
@@ -238,8 +238,8 @@ def test_a_model_spark_cannot_run_fails_at_load_naming_file_and_construct(monkey
 
 
 def test_the_duckdb_path_does_not_import_pyspark():
-    import subprocess  # noqa: PLC0415
-    import sys  # noqa: PLC0415
+    import subprocess
+    import sys
 
     code = ("import sys\nfrom thinktax.cli import main\nimport warehouse.transform, warehouse.sqltable, thinktax.commands.run, "
             "thinktax.commands.sql\nwarehouse.sqltable.load_tables()\n"
@@ -257,10 +257,10 @@ def test_star_keeps_the_spelling_of_the_columns_read():
 def test_the_old_names_still_resolve_with_a_warning():
     """issue 27: SqlModel -> SqlTable, load_models -> load_tables, warehouse.sqlmodel -> sqltable;
     the old names stay as deprecated aliases of the very same objects."""
-    import importlib  # noqa: PLC0415
-    import sys  # noqa: PLC0415
+    import importlib
+    import sys
 
-    import warehouse.transform as transform  # noqa: PLC0415
+    import warehouse.transform as transform
 
     sys.modules.pop("warehouse.sqlmodel", None)
     with pytest.warns(DeprecationWarning, match="import warehouse.sqltable"):

@@ -18,9 +18,9 @@ from sources import fieldguard, requests
 from sources.fieldguard import SMALL_BYTES, known_fields, scan, token_like
 
 BIG = 8 << 20  # a file sampled first (more than SMALL_BYTES)
-from tests.conftest import build_warehouse, real_sheet_landing
-from warehouse.db import migrate
-from warehouse.ingest import Ingestor
+from tests.conftest import build_warehouse, real_sheet_landing  # noqa: E402
+from warehouse.db import migrate  # noqa: E402
+from warehouse.ingest import Ingestor  # noqa: E402
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 MODEL = "claude-sonnet-4-5-20250929"  # on the real 2026-07-24 LiteLLM sheet (anthropic)
@@ -85,7 +85,7 @@ def test_ingest_summary_carries_the_findings_and_the_run_summary_warns(built):
     assert [u["path"] for u in by_file["new_token_field.jsonl"]] == ["usage.output_tokens_details.foo_tokens"]
     assert [u["path"] for u in by_file["new_top_level.jsonl"]] == ["shiny_new_flag"]
     assert by_file["clean.jsonl"] == []
-    from thinktax.console import _unknown_fields_line  # noqa: PLC0415
+    from thinktax.console import _unknown_fields_line
 
     assert _unknown_fields_line(con) == (
         "unknown fields: 2 paths in 2 files (usage.output_tokens_details.foo_tokens: 3 calls, token-looking -> 2 "
@@ -94,7 +94,7 @@ def test_ingest_summary_carries_the_findings_and_the_run_summary_warns(built):
 
 def test_report_data_quality_section_lists_them(built):
     con, _s, _l = built
-    from services.report import _quality  # noqa: PLC0415
+    from services.report import _quality
 
     html = _quality(con)
     assert "Unknown fields" in html
@@ -298,7 +298,7 @@ def test_otel_unknown_usage_attribute_partially_prices_only_its_own_span(tmp_pat
 
 
 def test_otel_known_fields_are_the_names_it_reads():
-    from sources import otel  # noqa: PLC0415
+    from sources import otel
 
     for name in ("gen_ai.usage.input_tokens", "gen_ai.usage.reasoning.output_tokens", "llm.token_count.prompt",
                  "gen_ai.usage.details.cache_write_tokens", "gen_ai.response.model"):
@@ -307,7 +307,7 @@ def test_otel_known_fields_are_the_names_it_reads():
 
 
 def test_openai_batch_line_with_a_new_usage_field(tmp_path):
-    from sources import requests_batch  # noqa: PLC0415
+    from sources import requests_batch
 
     body = {"id": "chatcmpl-b1", "object": "chat.completion", "created": 1785412800, "model": "gpt-4o-2024-08-06",
             "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
@@ -321,7 +321,7 @@ def test_openai_batch_line_with_a_new_usage_field(tmp_path):
 
 @pytest.mark.parametrize("case", ["req_openai_batch_output", "req_anthropic_batch_results"])
 def test_batch_corpus_files_have_no_unknown_fields(case):
-    from sources import requests_batch  # noqa: PLC0415
+    from sources import requests_batch
 
     known = {"req_openai_batch_output": requests_batch._OPENAI_KNOWN,
              "req_anthropic_batch_results": requests_batch._ANTHROPIC_KNOWN}[case]
@@ -334,7 +334,7 @@ def test_batch_corpus_files_have_no_unknown_fields(case):
 # ------------------------------------------------------------------ LiteLLM spend logs
 
 def test_spendlogs_every_usage_object_path_read_is_known():
-    from sources import litellm_spendlogs as sl  # noqa: PLC0415
+    from sources import litellm_spendlogs as sl
 
     text = Path(sl.__file__).read_text()
     read = set(re.findall(r"json_extract_string\(u, '\$\.([\w.]+)'\)", text))
@@ -344,7 +344,7 @@ def test_spendlogs_every_usage_object_path_read_is_known():
 
 
 def test_spendlogs_new_usage_object_field_and_the_corpus_file():
-    from sources import litellm_spendlogs as sl  # noqa: PLC0415
+    from sources import litellm_spendlogs as sl
 
     row = {"request_id": "s1", "call_type": "acompletion", "spend": 0.01, "total_tokens": 15, "prompt_tokens": 10,
            "completion_tokens": 5, "startTime": "2026-07-30T12:00:00Z", "endTime": "2026-07-30T12:00:01Z",

@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="--engine spark: the local Spark warehouse (default: <warehouse folder>/spark)")
 
 
-def _spark_value(v):  # noqa: ANN001, ANN202
+def _spark_value(v):
     """A Spark value as DuckDB's Python client gives it: a struct (Row) as a dict, lists element-wise."""
     from pyspark.sql import Row  # noqa: PLC0415
 
@@ -43,7 +43,7 @@ def _spark_value(v):  # noqa: ANN001, ANN202
     return v
 
 
-def render_for_spark(spark, text: str) -> str:  # noqa: ANN001
+def render_for_spark(spark, text: str) -> str:
     """The query (DuckDB's dialect) in Spark SQL, with ``* EXCLUDE`` / ``BY NAME`` expanded from the
     catalog's columns of the tables it reads; a query that does not parse as DuckDB SQL is passed on
     as Spark SQL."""
@@ -95,7 +95,7 @@ def paired_warehouse(where: Path, warehouse: Path, named: bool) -> Path:
     return recorded
 
 
-def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[tuple]]:  # noqa: ANN001
+def _spark_query(args: argparse.Namespace, warehouse) -> tuple[list[str], list[tuple]]:
     from warehouse.spark.build import session  # noqa: PLC0415
     from warehouse.spark.engine import attach, local_session  # noqa: PLC0415
 
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     return _print(args, cols, rows)
 
 
-def _spark_beside(args: argparse.Namespace, warehouse):  # noqa: ANN001, ANN202
+def _spark_beside(args: argparse.Namespace, warehouse):
     """The Spark warehouse folder a local Spark run published next to ``warehouse`` (it holds
     CURRENT, and was published with it), if any and if pyspark is installed; else None."""
     from warehouse.spark.engine import built_with  # noqa: PLC0415

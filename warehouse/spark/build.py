@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from warehouse import incremental, parts
 from warehouse.incremental import Scope
 from warehouse.spark.render import SESSION_CONF, load_spark_tables, to_spark
-from warehouse.sqltable import SqlTable, load_tables
+from warehouse.sqltable import SqlTable
 
 log = logging.getLogger("thinktax.spark")
 
@@ -38,7 +38,7 @@ COLUMNS_PROPERTY = "thinktax.columns"  # a partitioned table's columns in the mo
 ENGINE_CONF = {"spark.sql.ansi.enabled": "false"}
 
 
-def columns_in_model_order(spark, table: str) -> list[str]:  # noqa: ANN001
+def columns_in_model_order(spark, table: str) -> list[str]:
     """The table's columns in the order of its model's SELECT (Spark lists partition columns last)."""
     cols = spark.table(table).columns
     props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
@@ -63,7 +63,7 @@ def _reachable(remote: str, timeout: float = 10.0) -> None:
 
 
 def session(remote: str | None = None, *, master: str = "local[2]", warehouse_dir: str | None = None,
-            conf: dict[str, str] | None = None):  # noqa: ANN201 - pyspark.sql.SparkSession
+            conf: dict[str, str] | None = None):
     """A Spark session with the settings DuckDB's figures need (render.SESSION_CONF, ENGINE_CONF).
 
     ``remote`` (``sc://host:port``): a Spark Connect server (a cluster, or ``make connect-server``
@@ -106,7 +106,7 @@ def session(remote: str | None = None, *, master: str = "local[2]", warehouse_di
     return builder.getOrCreate()
 
 
-def to_arrow(df):  # noqa: ANN001, ANN201 - pyspark DataFrame -> pyarrow.Table
+def to_arrow(df):
     """A Spark Connect DataFrame's rows as a pyarrow Table: ``toArrow`` from pyspark 4.0; the 3.5
     Connect client has no public Arrow collect, so its own (the one ``collect`` uses) is called."""
     if hasattr(df, "toArrow"):
@@ -115,7 +115,7 @@ def to_arrow(df):  # noqa: ANN001, ANN201 - pyspark DataFrame -> pyarrow.Table
     return client.to_table(df._plan.to_proto(client))[0]  # noqa: SLF001
 
 
-def from_arrow(spark, table):  # noqa: ANN001, ANN201 - pyarrow.Table -> pyspark DataFrame
+def from_arrow(spark, table):
     """A pyarrow Table as a DataFrame of a Spark Connect session, with the Arrow types kept
     (DECIMAL stays DECIMAL): ``createDataFrame`` takes Arrow from pyspark 4.0; in the 3.5 Connect
     client it only takes pandas (its types inferred again), so the table is sent as the same
@@ -147,7 +147,7 @@ class Target:
         return dict(self.databases)
 
 
-def _schema(spark, target: Target, deps: frozenset[str]) -> dict:  # noqa: ANN001
+def _schema(spark, target: Target, deps: frozenset[str]) -> dict:
     out: dict = {}
     for d in sorted(deps):
         schema, name = d.split(".")
@@ -156,14 +156,14 @@ def _schema(spark, target: Target, deps: frozenset[str]) -> dict:  # noqa: ANN00
     return out
 
 
-def _kind(spark, table: str) -> str | None:  # noqa: ANN001
+def _kind(spark, table: str) -> str | None:
     """'VIEW', 'MANAGED', 'EXTERNAL' or None (no such table)."""
     if not spark.catalog.tableExists(table):
         return None
     return spark.catalog.getTable(table).tableType.upper()
 
 
-def _drop(spark, table: str) -> None:  # noqa: ANN001
+def _drop(spark, table: str) -> None:
     kind = _kind(spark, table)
     if kind == "VIEW":
         spark.sql(f"DROP VIEW {table}")
@@ -171,7 +171,7 @@ def _drop(spark, table: str) -> None:  # noqa: ANN001
         spark.sql(f"DROP TABLE {table}")
 
 
-def render(model: SqlTable, spark, target: Target, scope: Scope | None, *, full: bool) -> str:  # noqa: ANN001
+def render(model: SqlTable, spark, target: Target, scope: Scope | None, *, full: bool) -> str:
     """The model's SELECT for Spark, with this build's days in its in_build macros."""
     sql = incremental.render(model.sql, scope, full=full, halo=model.halo)
     return to_spark(sql, path=model.path, schema=_schema(spark, target, model.deps), databases=target.mapping())
@@ -191,7 +191,7 @@ class Journal:
     ``commit()`` (after the checks passed and the run was published) drops the ``__prev`` tables;
     ``rollback()`` (a check failed, or the run failed) puts every table back as it was."""
 
-    def __init__(self, spark) -> None:  # noqa: ANN001
+    def __init__(self, spark) -> None:
         self.spark = spark
         self.undo: list[tuple[str, str]] = []  # (kind, table), in the order done
         self.prev_days: dict[str, tuple[str, list[str]]] = {}  # table -> (key, planned units 'YYYY-MM-DD')
@@ -221,7 +221,7 @@ class Journal:
         self.undo.clear()
 
 
-def _rename(spark, table: str, to: str) -> None:  # noqa: ANN001
+def _rename(spark, table: str, to: str) -> None:
     """ALTER TABLE ... RENAME TO, then the partitions found again where the table's folder now is:
     Spark's in-memory catalog moves a managed table's folder but keeps the old partition locations
     (a renamed partitioned table reads as empty without this; a Hive metastore updates them)."""
@@ -230,7 +230,7 @@ def _rename(spark, table: str, to: str) -> None:  # noqa: ANN001
         spark.sql(f"MSCK REPAIR TABLE {to} SYNC PARTITIONS")
 
 
-def _swap_in(spark, table: str, new: str, journal: Journal | None) -> None:  # noqa: ANN001
+def _swap_in(spark, table: str, new: str, journal: Journal | None) -> None:
     """``new`` takes the name ``table``; the old table is kept as ``<table>__prev`` until the
     journal commits (dropped at once without a journal)."""
     if _kind(spark, table) is None:
@@ -247,7 +247,7 @@ def _swap_in(spark, table: str, new: str, journal: Journal | None) -> None:  # n
         _drop(spark, f"{table}__prev")
 
 
-def build(spark, model: SqlTable, scope: Scope | None = None, target: Target = Target(),  # noqa: ANN001
+def build(spark, model: SqlTable, scope: Scope | None = None, target: Target = Target(),
           journal: Journal | None = None) -> int:
     """(Re)build one model on Spark; returns its row count. With a ``journal`` the change can be
     undone until it commits (Journal)."""
@@ -300,7 +300,7 @@ def build(spark, model: SqlTable, scope: Scope | None = None, target: Target = T
     return spark.table(table).count()
 
 
-def build_all(spark, scope: Scope | None = None, target: Target = Target(), progress=None,  # noqa: ANN001
+def build_all(spark, scope: Scope | None = None, target: Target = Target(), progress=None,
               journal: Journal | None = None) -> dict[str, tuple[int, float]]:
     """Every model in dependency order; table -> (rows, seconds). ``progress(table, rows, seconds)``
     is called after each. ``journal``: record the changes so the caller can undo them (Journal)."""
@@ -317,7 +317,7 @@ def build_all(spark, scope: Scope | None = None, target: Target = Target(), prog
     return out
 
 
-def load_staging(spark, con, folder: str, target: Target = Target(), schemas: tuple[str, ...] = ("stg", "ops")) -> list[str]:  # noqa: ANN001
+def load_staging(spark, con, folder: str, target: Target = Target(), schemas: tuple[str, ...] = ("stg", "ops")) -> list[str]:
     """Copy DuckDB's staging and ops tables to Parquet under ``folder`` and register them in Spark
     (the bridge while ingest runs on DuckDB); returns the tables."""
     # a staging table stored as Parquet (warehouse/parts.py) is its view, not its pending table

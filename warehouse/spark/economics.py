@@ -49,14 +49,14 @@ CALL_COSTS_COLUMNS = tuple(dict.fromkeys((
 CALLS_REPLAY_COLUMNS = ("model", "day", "request_id", "ts", "latency_ms", "thinking_tokens", "output_tokens")
 
 
-def _duck_kind(con, table: str) -> str | None:  # noqa: ANN001
+def _duck_kind(con, table: str) -> str | None:
     schema, name = table.split(".")
     row = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
                       [schema, name]).fetchone()
     return None if row is None else ("VIEW" if row[0] == "VIEW" else "TABLE")
 
 
-def _duck_drop(con, table: str) -> None:  # noqa: ANN001
+def _duck_drop(con, table: str) -> None:
     kind = _duck_kind(con, table)
     if kind is not None:
         con.execute(f"DROP {kind} {table}")
@@ -68,7 +68,7 @@ def _duck_drop(con, table: str) -> None:  # noqa: ANN001
     parts.forget(con, table, build[0][0] if build else None)
 
 
-def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> list[str]:  # noqa: ANN001
+def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> list[str]:
     """Spark's marts and the economics' core inputs into the DuckDB build (see the module doc);
     returns the tables written."""
     from warehouse.spark.build import Target, columns_in_model_order, to_arrow  # noqa: PLC0415
@@ -109,7 +109,7 @@ def to_duckdb(spark, con, folder: str, target=None, *, remote: bool = False) -> 
     return out
 
 
-def _wall_clock(df):  # noqa: ANN001, ANN202
+def _wall_clock(df):
     """Spark's TIMESTAMP columns (with the session's time zone, UTC) as TIMESTAMP_NTZ, the UTC wall
     clock DuckDB's model tables hold as TIMESTAMP: over Arrow or Parquet a TIMESTAMP column arrives
     in DuckDB as TIMESTAMP WITH TIME ZONE (seen through Spark Connect in issue 46:
@@ -121,7 +121,7 @@ def _wall_clock(df):  # noqa: ANN001, ANN202
                            else f"`{f.name}`" for f in fields])
 
 
-def _replay_window(spark, df):  # noqa: ANN001, ANN202
+def _replay_window(spark, df):
     """core.calls of the PEAK_WINDOW_DAYS days ending its last day (the window busiest_hours reads).
 
     SQL text, not ``pyspark.sql.functions``: on a Spark Connect session built by the Connect client's
@@ -138,7 +138,7 @@ def _replay_window(spark, df):  # noqa: ANN001, ANN202
     return df.where(f"day BETWEEN DATE '{first.isoformat()}' AND DATE '{last.isoformat()}'")
 
 
-def build_economics(con, models: Sequence, log_line: Callable[[str], None] = log.info) -> dict[str, int]:  # noqa: ANN001
+def build_economics(con, models: Sequence, log_line: Callable[[str], None] = log.info) -> dict[str, int]:
     """The Python marts ``models`` (pipelines.defs.economics_assets.ECONOMICS, passed in by the
     caller: this module sits below pipelines/), built by the same functions as on DuckDB; table -> rows."""
     out = {}
@@ -150,8 +150,8 @@ def build_economics(con, models: Sequence, log_line: Callable[[str], None] = log
     return out
 
 
-def to_spark(spark, con, tables: list[str], folder: str, target=None, *, remote: bool = False,  # noqa: ANN001
-             journal=None) -> None:  # noqa: ANN001
+def to_spark(spark, con, tables: list[str], folder: str, target=None, *, remote: bool = False,
+             journal=None) -> None:
     """The DuckDB build's ``tables`` (the economics marts) as managed Parquet tables in Spark's
     catalog: through a Parquet file when the session reads this machine's files (local), else
     through Arrow and the DataFrame API (Spark Connect). Each is written as ``<table>__new`` and
@@ -174,7 +174,7 @@ def to_spark(spark, con, tables: list[str], folder: str, target=None, *, remote:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def drop_per_call(con) -> None:  # noqa: ANN001
+def drop_per_call(con) -> None:
     """The projected core.call_costs is not a published table: the per-call tables live in Spark.
     The view models whose tables the build holds (``marts.cost_per_task``, the old-named view of
     ``marts.task_cost_breakdown``) are created over them, so DuckDB readers (`thinktax sql`,

@@ -42,6 +42,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from warehouse import incremental, parts
 from warehouse.checks import SqlCheck
@@ -51,13 +52,20 @@ from warehouse.rebuild import Rebuilt
 from warehouse.spark.render import to_spark
 from warehouse.sqltable import SqlTable
 
+if TYPE_CHECKING:  # for the annotations only: pyspark is imported when a session is started
+    from duckdb import DuckDBPyConnection
+    from pyspark.sql import SparkSession
 
-def local_session(spark_warehouse: Path):  # noqa: ANN201
+    from warehouse.spark.build import Journal
+
+
+def local_session(spark_warehouse: Path) -> SparkSession:
     """A local[2] session whose tables live under ``spark_warehouse`` (in-memory catalog)."""
     from warehouse.spark.build import session  # noqa: PLC0415
 
     spark_warehouse.mkdir(parents=True, exist_ok=True)
-    return session(warehouse_dir=str(spark_warehouse))
+    spark: SparkSession = session(warehouse_dir=str(spark_warehouse))
+    return spark
 
 
 CURRENT = "CURRENT"  # in the Spark warehouse folder: the name of the published local build
@@ -111,7 +119,7 @@ def _publish_local(spark_warehouse: Path, build_id: str, warehouse: Path | None 
             shutil.rmtree(spark_warehouse / f"{db}.db", ignore_errors=True)
 
 
-def attach(spark, spark_warehouse: Path, published: Path | None = None) -> list[str]:  # noqa: ANN001
+def attach(spark: SparkSession, spark_warehouse: Path, published: Path | None = None) -> list[str]:
     """Register the Parquet tables of the published local build under ``spark_warehouse`` (the
     staging tables, and the model tables of the build CURRENT names) in this session's
     (in-memory) catalog, for `thinktax sql --engine spark`; returns them. Partitions are found
@@ -188,7 +196,7 @@ def _clear_attached(folder: Path) -> None:
             continue
 
 
-def _attach_staging(spark, spark_warehouse: Path) -> list[str]:  # noqa: ANN001
+def _attach_staging(spark: SparkSession, spark_warehouse: Path) -> list[str]:
     out = []
     for t in sorted((spark_warehouse / "_staging").glob("*.*")):  # first: the models read them
         schema, name = t.name.split(".", 1)
@@ -205,7 +213,7 @@ class SparkEngine:
     kind = "spark"
 
     def __init__(self, build_id: str, *, warehouse: Path, spark_warehouse: Path, remote: str | None = None,
-                 ingest: str = "spark", spark=None, progress: Callable[[str], None] | None = None) -> None:  # noqa: ANN001
+                 ingest: str = "spark", spark: SparkSession | None = None, progress: Callable[[str], None] | None = None) -> None:
         self.build_id = build_id
         self.warehouse = warehouse
         self.spark_warehouse = spark_warehouse
@@ -216,11 +224,11 @@ class SparkEngine:
         self.say = progress or (lambda _line: None)
         self.seconds: dict[str, float] = {}
         self._spark = spark
-        self.journal = None
+        self.journal: Journal | None = None
         self.attached = False  # the shared layout's tables registered in Spark (_attach_build)
 
     @property
-    def spark(self):  # noqa: ANN201
+    def spark(self) -> SparkSession:
         """The session, started on first use (pyspark is imported here)."""
         if self._spark is None:
             from warehouse.spark.build import Journal, session  # noqa: PLC0415
@@ -232,7 +240,8 @@ class SparkEngine:
             self.seconds["session"] = time.perf_counter() - t
         return self._spark
 
-    def ingest(self, con, landing, *, progress=None, on_new=None) -> IngestSummary:  # noqa: ANN001
+    def ingest(self, con: DuckDBPyConnection, landing: Path | str, *, progress: Callable[[str], None] | None = None,
+               on_new: Callable[[], None] | None = None) -> IngestSummary:
         spark = self.spark
         if self.ingest_on == "spark":
             self.say(f"ingest: {landing} (on Spark executors, build {self.build_id})")
@@ -246,7 +255,7 @@ class SparkEngine:
         # DuckDB build's, as a DuckDB run (warehouse/spark/shared.py); else Spark's catalog
         return None if self.local else _spark_tables(self.spark)
 
-    def prepare(self, con) -> None:  # noqa: ANN001
+    def prepare(self, con: DuckDBPyConnection) -> None:
         from warehouse.spark.build import load_staging  # noqa: PLC0415
 
         staging = str(self.spark_warehouse) + "/_staging"
@@ -261,7 +270,7 @@ class SparkEngine:
         if self.local:
             self._attach_build(con)
 
-    def _attach_build(self, con) -> None:  # noqa: ANN001
+    def _attach_build(self, con: DuckDBPyConnection) -> None:
         """The shared layout (warehouse/spark/shared.py): the tables this build keeps or replaces by
         day, registered in Spark from the DuckDB build -- the per-call tables over their Parquet
         files, the small ones copied."""
@@ -272,7 +281,7 @@ class SparkEngine:
         t = time.perf_counter()
         registered = copied = 0
         for m in load_tables():
-            if m.view or scope.is_full(m.table) or not incremental.has_table(con, m.table):
+            if m.view or scope.is_full(m.table) or not parts.has_table(con, m.table):
                 continue
             if m.storage == "parquet":
                 if parts.stored(con, m.table):
@@ -286,7 +295,7 @@ class SparkEngine:
         self.say(f"spark: {registered} per-call table(s) attached over the warehouse's Parquet files, "
                  f"{copied} small table(s) copied from the DuckDB build ({self.seconds['attach']:.1f} s)")
 
-    def build(self, con, model: SqlTable, scope: incremental.Scope, build_id: str | None) -> Rebuilt:  # noqa: ANN001
+    def build(self, con: DuckDBPyConnection, model: SqlTable, scope: incremental.Scope, build_id: str | None) -> Rebuilt:
         from warehouse.spark.build import build  # noqa: PLC0415
 
         spark = self.spark
@@ -307,7 +316,7 @@ class SparkEngine:
         incremental.record(con, model.table, model.sql, mode, days, build_id)
         return Rebuilt(model.table, rows, mode, days)
 
-    def _build_shared(self, con, model: SqlTable, scope: incremental.Scope, build_id: str | None) -> Rebuilt:  # noqa: ANN001
+    def _build_shared(self, con: DuckDBPyConnection, model: SqlTable, scope: incremental.Scope, build_id: str | None) -> Rebuilt:
         """One model of a local run on the shared layout (warehouse/spark/shared.py)."""
         from warehouse.spark import shared  # noqa: PLC0415
         from warehouse.spark.build import build  # noqa: PLC0415
@@ -317,7 +326,7 @@ class SparkEngine:
         if not self.attached:
             self._attach_build(con)
         table = model.table
-        if not scope.builds(table) and incremental.has_table(con, table) and (model.view or spark.catalog.tableExists(table)):
+        if not scope.builds(table) and parts.has_table(con, table) and (model.view or spark.catalog.tableExists(table)):
             incremental.restamp(con, table, build_id)  # as a DuckDB run keeps a table: this build's id
             (rows,) = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0]
             return Rebuilt(table, rows, "kept")
@@ -340,12 +349,12 @@ class SparkEngine:
         incremental.record(con, table, model.sql, mode, days, build_id)
         return Rebuilt(table, rows, mode, days)
 
-    def check(self, con, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict]]:  # noqa: ANN001
+    def check(self, con: DuckDBPyConnection, check: SqlCheck, sample: int = 5) -> tuple[int, list[dict[str, object]]]:
         df = self.spark.sql(to_spark(check.sql, path=f"sql/checks/{check.name}.sql"))
         bad = df.count()  # a numpy.int64 through Spark Connect: checked() makes it an int
         return checked(check.name, bad, [r.asDict() for r in df.limit(sample).collect()] if bad else [])
 
-    def to_control(self, con) -> list[str]:  # noqa: ANN001
+    def to_control(self, con: DuckDBPyConnection) -> list[str]:
         from warehouse.spark import economics  # noqa: PLC0415
 
         if self.local:  # the shared layout: every table is in the DuckDB build already
@@ -353,7 +362,7 @@ class SparkEngine:
         self.say("economics: marts and their inputs Spark -> DuckDB build")
         return economics.to_duckdb(self.spark, con, str(self.spark_warehouse) + "/_to_duckdb", remote=bool(self.remote))
 
-    def from_control(self, con, tables: list[str]) -> None:  # noqa: ANN001
+    def from_control(self, con: DuckDBPyConnection, tables: list[str]) -> None:
         from warehouse.spark import economics  # noqa: PLC0415
 
         if tables:
@@ -361,7 +370,7 @@ class SparkEngine:
                                remote=bool(self.remote), journal=self.journal)
             self.say("economics: " + ", ".join(tables) + " -> Spark")
 
-    def finish(self, con) -> None:  # noqa: ANN001
+    def finish(self, con: DuckDBPyConnection) -> None:
         from warehouse.spark import economics  # noqa: PLC0415
 
         if not self.local:  # the shared layout keeps the per-call views over their files, as a DuckDB run
@@ -379,7 +388,7 @@ class SparkEngine:
         _undo(self.journal, self.build_dir if self.local else None, self.say)
 
 
-def _settings(con) -> dict[str, object]:  # noqa: ANN001
+def _settings(con: DuckDBPyConnection) -> dict[str, object]:
     """This build's one-row ops.settings (thinktax.toml as the SQL reads it; the ingest reads the
     OTel team attribute from it)."""
     cur = con.execute("SELECT * FROM ops.settings")
@@ -387,7 +396,7 @@ def _settings(con) -> dict[str, object]:  # noqa: ANN001
     return dict(zip([d[0] for d in cur.description], row or (), strict=False))
 
 
-def _undo(journal, build_dir: Path | None, say: Callable[[str], None]) -> None:  # noqa: ANN001
+def _undo(journal: Journal | None, build_dir: Path | None, say: Callable[[str], None]) -> None:
     """A run that is not published leaves the Spark tables as they were: a local run's folder is
     removed (CURRENT still names the last published build); a catalog's tables are put back."""
     if build_dir is not None:
@@ -401,7 +410,8 @@ def _undo(journal, build_dir: Path | None, say: Callable[[str], None]) -> None: 
             say(f"spark: putting the tables back failed: {type(exc).__name__}: {exc}")
 
 
-def _spark_ingest(spark, con, landing, spark_warehouse: Path, settings: dict[str, object], say, remote: bool):  # noqa: ANN001, ANN202
+def _spark_ingest(spark: SparkSession, con: DuckDBPyConnection, landing: Path | str, spark_warehouse: Path,
+                  settings: dict[str, object], say: Callable[[str], None], remote: bool) -> IngestSummary:
     """Step 1 with the parsers on Spark's executors (warehouse/spark/ingest.py), into the Spark
     tables under ``<spark warehouse>/_staging``; then the new rows (staging, quarantine, per-file
     accounting) are appended to the DuckDB build, so the incremental plan runs there unchanged
@@ -436,7 +446,7 @@ def _spark_ingest(spark, con, landing, spark_warehouse: Path, settings: dict[str
     return summary
 
 
-def _row_counts(con, spark) -> tuple[dict[str, int], dict[str, int]]:  # noqa: ANN001
+def _row_counts(con: DuckDBPyConnection, spark: SparkSession) -> tuple[dict[str, int], dict[str, int]]:
     """Rows of every staging table, ops.ingested_files and ops.quarantine (and the largest file_id):
     in the DuckDB build and in Spark. They differ after a run that failed after its ingest (the
     DuckDB build was not published, Spark's tables kept the new files), after a DuckDB-engine run,
@@ -452,7 +462,7 @@ def _row_counts(con, spark) -> tuple[dict[str, int], dict[str, int]]:  # noqa: A
     return duck, ours
 
 
-def _append_to_duckdb(spark, con, table: str, path: str, where: str | None, cols: list[str], remote: bool) -> None:  # noqa: ANN001, PLR0913
+def _append_to_duckdb(spark: SparkSession, con: DuckDBPyConnection, table: str, path: str, where: str | None, cols: list[str], remote: bool) -> None:
     """Append the rows (``where``, if given) of a Parquet folder Spark wrote to a table of the DuckDB
     build (columns ``cols``, by name)."""
     table = parts.writable(con, table)  # stg.requests stored as Parquet: its pending table (warehouse/parts.py)
@@ -469,8 +479,9 @@ def _append_to_duckdb(spark, con, table: str, path: str, where: str | None, cols
     df = spark.read.parquet(path)  # a folder this machine cannot read: the rows come back as Arrow
     df = (df.where(where) if where else df).select(*[f"`{c}`" for c in cols])
     if remote:  # pyspark.sql.connect (DataFrame.toArrow arrives in pyspark 4.0)
-        client = df._session.client  # noqa: SLF001
-        arrow = client.to_table(df._plan.to_proto(client))[0]  # noqa: SLF001
+        connect_df: Any = df  # a pyspark.sql.connect DataFrame, whose private API the classic type lacks
+        client = connect_df._session.client  # noqa: SLF001
+        arrow = client.to_table(connect_df._plan.to_proto(client))[0]  # noqa: SLF001
     else:
         arrow = pa.Table.from_batches(df._collect_as_arrow(), schema=None) if not df.isEmpty() else None  # noqa: SLF001
     if arrow is not None and arrow.num_rows:
@@ -481,7 +492,7 @@ def _append_to_duckdb(spark, con, table: str, path: str, where: str | None, cols
             con.unregister("_spark_rows")
 
 
-def _spark_tables(spark) -> set[str]:  # noqa: ANN001
+def _spark_tables(spark: SparkSession) -> set[str]:
     """'schema.table' of every core and mart table in the Spark catalog."""
     out = set()
     for db in ("core", "marts"):

@@ -131,7 +131,7 @@ def _sql_str(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
-def _functions(spark):  # noqa: ANN001, ANN202
+def _functions(spark):
     """``pyspark.sql.functions``, or its Spark Connect twin for a session made by the Connect client
     (warehouse/spark/build.py ``session``): pyspark 3.5's plain functions build classic Columns,
     which need a SparkContext that a Connect session does not have."""
@@ -142,7 +142,7 @@ def _functions(spark):  # noqa: ANN001, ANN202
     return functions
 
 
-def _ts(value: dt.datetime, F):  # noqa: ANN001, ANN202, N803
+def _ts(value: dt.datetime, F):
     """A TIMESTAMP_NTZ literal (from text: a Python datetime would pass through the local time zone)."""
     return F.lit(value.isoformat(sep=" ")).cast("timestamp_ntz")
 
@@ -234,7 +234,7 @@ _RECORDS_ARROW = pa.schema([("file_order", pa.int32()), ("rel", pa.string()), ("
                             ("tbl", pa.string()), ("seq", pa.int32()), ("ipc", pa.binary()), ("info", pa.string())])
 
 
-def _records(f: dict, result, spec=None) -> list[dict]:  # noqa: ANN001
+def _records(f: dict, result, spec=None) -> list[dict]:
     """The records of one file: a ``file`` record, then its rows, rejects and side rows as IPC."""
     base = {k: f[k] for k in ("file_order", "rel", "sha", "nbytes", "mtime_ns")}
     if isinstance(result, SourceFormatError):
@@ -332,7 +332,7 @@ class SparkIngest:
 
     # -- the run ---------------------------------------------------------------------------------
     def ingest(self) -> IngestSummary:
-        F = _functions(self.spark)  # noqa: N806
+        F = _functions(self.spark)
 
         spark = self.spark
         t0 = time.perf_counter()
@@ -434,9 +434,9 @@ class SparkIngest:
                               "GROUP BY currency").collect()
         return {r["currency"]: r["r"] for r in rows}
 
-    def _round(self, files: list[tuple[str, str, int, int]], first_order: int, name: str) -> list[FileResult]:  # noqa: C901, PLR0915
+    def _round(self, files: list[tuple[str, str, int, int]], first_order: int, name: str) -> list[FileResult]:
         """Parse, classify and append one group of files (fx, then the rest): steps 2-6."""
-        F = _functions(self.spark)  # noqa: N806
+        F = _functions(self.spark)
 
         from sources.registry import folders as landing_folders  # noqa: PLC0415
 
@@ -578,17 +578,17 @@ class SparkIngest:
         self.seconds[f"append_{name}"] = time.perf_counter() - t
         return out + skipped
 
-    def _append(self, df, table: str, path: str) -> None:  # noqa: ANN001
+    def _append(self, df, table: str, path: str) -> None:
         """Append ``df`` to ``table`` by way of a scratch Parquet copy (kept in ``written``: the rows
         the DuckDB build gets, warehouse/spark/engine.py)."""
         df.write.mode("overwrite").parquet(path)
         self.spark.read.parquet(path).write.insertInto(table)
         self.written.setdefault(table, []).append((path, None, df.columns))
 
-    def _classify(self, table: str, records, fmap, scratch: str, quarantine: list) -> str:  # noqa: ANN001
+    def _classify(self, table: str, records, fmap, scratch: str, quarantine: list) -> str:
         """Steps 4-5 for one staging table: typed rows, NOT NULL safety net (into ``quarantine``),
         verdicts; written to the scratch folder (returned), so that later appends do not change them."""
-        F = _functions(self.spark)  # noqa: N806
+        F = _functions(self.spark)
 
         spark = self.spark
         spec = contract.table(table)

@@ -92,7 +92,7 @@ def macros() -> dict[str, tuple[tuple[str, ...], object]]:
     return out
 
 
-def _inline_macros(tree, path: str, depth: int = 0):  # noqa: ANN001, ANN202
+def _inline_macros(tree, path: str, depth: int = 0):
     """Every core.<macro>(...) replaced by its body, macros called inside a macro's body too."""
     from sqlglot import exp  # noqa: PLC0415
 
@@ -100,7 +100,7 @@ def _inline_macros(tree, path: str, depth: int = 0):  # noqa: ANN001, ANN202
         raise RenderError(f"{path}: core.* macros nest more than 16 deep (a macro that calls itself?)")
     defs = macros()
 
-    def repl(node):  # noqa: ANN001, ANN202
+    def repl(node):
         if (isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) and node.this.name.lower() == "core"
                 and isinstance(node.expression, exp.Anonymous)):
             name = node.expression.name.lower()
@@ -112,7 +112,7 @@ def _inline_macros(tree, path: str, depth: int = 0):  # noqa: ANN001, ANN202
                 raise RenderError(f"{path}: core.{name} takes {len(params)} arguments, {len(args)} given")
             by_name = dict(zip(params, args, strict=True))
 
-            def sub(n):  # noqa: ANN001, ANN202
+            def sub(n):
                 if isinstance(n, exp.Column) and not n.table and n.name.lower() in by_name:
                     return exp.Paren(this=by_name[n.name.lower()].copy())
                 return n
@@ -124,7 +124,7 @@ def _inline_macros(tree, path: str, depth: int = 0):  # noqa: ANN001, ANN202
     return tree.transform(repl)
 
 
-def _flags_pattern(pattern, flags, path: str, func: str):  # noqa: ANN001, ANN202
+def _flags_pattern(pattern, flags, path: str, func: str):
     """The pattern with DuckDB's regex flags folded in as an inline (?i)."""
     from sqlglot import exp  # noqa: PLC0415
 
@@ -142,7 +142,7 @@ def _flags_pattern(pattern, flags, path: str, func: str):  # noqa: ANN001, ANN20
     return exp.Literal.string("(?i)" + pattern.this)
 
 
-def _is_list(node) -> bool:  # noqa: ANN001
+def _is_list(node) -> bool:
     from sqlglot import exp  # noqa: PLC0415
 
     if isinstance(node, exp.Cast):
@@ -152,7 +152,7 @@ def _is_list(node) -> bool:  # noqa: ANN001
         not isinstance(node, exp.Anonymous) or node.name.lower().startswith(("list_", "array_")))
 
 
-def _json_type(args):  # noqa: ANN001, ANN202
+def _json_type(args):
     from sqlglot import exp  # noqa: PLC0415
 
     value = exp.func("get_json_object", *args) if len(args) == 2 else args[0]
@@ -164,11 +164,11 @@ def _json_type(args):  # noqa: ANN001, ANN202
     ], default=exp.Literal.string("SCALAR"))
 
 
-def _rules(tree, path: str):  # noqa: ANN001, ANN202
+def _rules(tree, path: str):
     import sqlglot  # noqa: PLC0415
     from sqlglot import exp  # noqa: PLC0415
 
-    def repl(node):  # noqa: ANN001, ANN202
+    def repl(node):
         if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.INT128:
             return exp.DataType.build("DECIMAL(38,0)")
         if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:
@@ -288,25 +288,25 @@ def _rules(tree, path: str):  # noqa: ANN001, ANN202
     return tree
 
 
-def _post_order(node):  # noqa: ANN001, ANN202
+def _post_order(node):
     for child in node.iter_expressions():
         yield from _post_order(child)
     yield node
 
 
-def _by_name_unions(tree, schema: dict, path: str):  # noqa: ANN001, ANN202
+def _by_name_unions(tree, schema: dict, path: str):
     """UNION [ALL] BY NAME -> a plain union whose sides list the same columns in the same order
     (the left side's, then those only on the right); a column missing on one side is NULL there.
     Innermost first, so a chain (a BY NAME b) BY NAME c sees every column of a and b."""
     from sqlglot import exp  # noqa: PLC0415
 
-    def names(branch) -> list[str]:  # noqa: ANN001
+    def names(branch) -> list[str]:
         q = exp.select("*").from_(exp.Subquery(this=branch.copy(), alias=exp.to_identifier("_b")))
         if tree.args.get("with") is not None:
             q.set("with", tree.args["with"].copy())
         return [e.alias_or_name for e in _expand_stars(q, schema, path).expressions]
 
-    def aligned(branch, have: list[str], want: list[str]):  # noqa: ANN001, ANN202
+    def aligned(branch, have: list[str], want: list[str]):
         if have == want:
             return branch
         cols = [exp.column(n) if n in have else exp.alias_(exp.Null(), n) for n in want]
@@ -324,7 +324,7 @@ def _by_name_unions(tree, schema: dict, path: str):  # noqa: ANN001, ANN202
         node.set("by_name", None)
 
 
-def _expand_stars(tree, schema: dict, path: str):  # noqa: ANN001, ANN202
+def _expand_stars(tree, schema: dict, path: str):
     from sqlglot import exp  # noqa: PLC0415
     from sqlglot.optimizer.qualify import qualify  # noqa: PLC0415
 

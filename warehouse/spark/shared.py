@@ -122,7 +122,7 @@ def duckdb_columns(con: duckdb.DuckDBPyConnection, model: SqlTable) -> list[tupl
 
 
 # -- the per-call tables -------------------------------------------------------------------------
-def register_parts_table(spark, con: duckdb.DuckDBPyConnection, table: str, root: Path) -> int:  # noqa: ANN001
+def register_parts_table(spark, con: duckdb.DuckDBPyConnection, table: str, root: Path) -> int:
     """(Re)register ``table`` in Spark's catalog over the live files the DuckDB build lists: one
     partition per day, at the folder of that day's files. Returns the partitions registered."""
     from warehouse.spark.build import COLUMNS_PROPERTY, _drop  # noqa: PLC0415
@@ -162,7 +162,7 @@ def register_parts_table(spark, con: duckdb.DuckDBPyConnection, table: str, root
     return len(folders)
 
 
-def write_parts_model(spark, con: duckdb.DuckDBPyConnection, model: SqlTable, scope: incremental.Scope,  # noqa: ANN001
+def write_parts_model(spark, con: duckdb.DuckDBPyConnection, model: SqlTable, scope: incremental.Scope,
                       build_id: str, root: Path, *, full: bool) -> int:
     """Build the per-call ``model`` on Spark into the shared layout: every day (``full``) or the
     plan's days, as this build's files; listed in the DuckDB build and registered in Spark again.
@@ -195,7 +195,7 @@ def write_parts_model(spark, con: duckdb.DuckDBPyConnection, model: SqlTable, sc
 
 
 # -- the small tables ----------------------------------------------------------------------------
-def small_to_spark(spark, con: duckdb.DuckDBPyConnection, table: str, root: Path, key: str | None = None) -> None:  # noqa: ANN001
+def small_to_spark(spark, con: duckdb.DuckDBPyConnection, table: str, root: Path, key: str | None = None) -> None:
     """The DuckDB build's ``table`` (not a per-call one) as a Parquet table in Spark, partitioned
     by ``key`` if given (an incremental model: the plan's days can then be replaced there)."""
     from warehouse.spark.build import COLUMNS_PROPERTY, _drop  # noqa: PLC0415
@@ -227,7 +227,7 @@ def small_to_spark(spark, con: duckdb.DuckDBPyConnection, table: str, root: Path
         spark.sql(f"CREATE TABLE {table} ({data}) USING parquet LOCATION '{folder}'")
 
 
-def small_to_duckdb(spark, con: duckdb.DuckDBPyConnection, model: SqlTable, root: Path) -> None:  # noqa: ANN001
+def small_to_duckdb(spark, con: duckdb.DuckDBPyConnection, model: SqlTable, root: Path) -> None:
     """Spark's table of ``model`` (just built) into the DuckDB build, replacing it, each column of
     the type DuckDB's SQL gives it (Spark's own where the SQL does not bind in DuckDB)."""
     from warehouse.spark.build import columns_in_model_order  # noqa: PLC0415
@@ -262,7 +262,7 @@ def small_to_duckdb(spark, con: duckdb.DuckDBPyConnection, model: SqlTable, root
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def attach_published(spark, con: duckdb.DuckDBPyConnection, root: Path) -> list[str]:  # noqa: ANN001
+def attach_published(spark, con: duckdb.DuckDBPyConnection, root: Path) -> list[str]:
     """Register every table of a published warehouse on the shared layout in Spark, for reading
     (`thinktax sql --engine spark`): the per-call tables over their files, every other core and
     mart table (the economics marts too) copied from the DuckDB file, the view models over them.

@@ -47,7 +47,7 @@ def _line(ts: dt.datetime, request_id: str, task_id: str, *, team: str | None, n
 REL_TOL = 1e-9
 
 
-def _norm(v):  # noqa: ANN001, ANN202
+def _norm(v):
     if isinstance(v, dict):  # a DuckDB struct; Spark gives a Row (a tuple) in declared order
         return tuple(_norm(x) for x in v.values())
     if isinstance(v, tuple | list):
@@ -55,7 +55,7 @@ def _norm(v):  # noqa: ANN001, ANN202
     return v
 
 
-def _sort_key(row):  # noqa: ANN001, ANN202
+def _sort_key(row):
     return tuple((0, "") if v is None else (1, f"{v:.9g}") if isinstance(v, float) else (1, repr(v)) for v in row)
 
 
@@ -74,7 +74,7 @@ def rows_equal(a: list[tuple], b: list[tuple]) -> tuple[bool, str]:
     return True, ""
 
 
-def compare(con, spark, table: str, spark_table: str) -> tuple[bool, str]:  # noqa: ANN001
+def compare(con, spark, table: str, spark_table: str) -> tuple[bool, str]:
     """DuckDB's ``table`` against Spark's ``spark_table``: (equal, why not)."""
     schema, name = table.split(".")
     cols = [r[0] for r in con.execute(
@@ -90,7 +90,7 @@ def compare(con, spark, table: str, spark_table: str) -> tuple[bool, str]:  # no
     return rows_equal(got, want)
 
 
-def compare_spark(spark, table: str, other: str) -> tuple[bool, str]:  # noqa: ANN001
+def compare_spark(spark, table: str, other: str) -> tuple[bool, str]:
     """Two Spark tables: the same columns and the same multiset of rows (build_id left out)."""
     a, b = spark.table(table), spark.table(other)
     cols = sorted(c for c in a.columns if c != "build_id")
@@ -120,25 +120,25 @@ class Scenario:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     pytest.importorskip("pyspark")
-    from warehouse.spark.build import session  # noqa: PLC0415
+    from warehouse.spark.build import session
 
     t = time.perf_counter()
     s = session(warehouse_dir=str(tmp_path_factory.mktemp("spark_warehouse")))
     s.sparkContext.setLogLevel("ERROR") if hasattr(s, "sparkContext") else None
-    s._thinktax_start_s = time.perf_counter() - t  # noqa: SLF001
+    s._thinktax_start_s = time.perf_counter() - t
     yield s
     s.stop()
 
 
 @pytest.fixture(scope="session")
 def scenario(spark, tmp_path_factory) -> Scenario:
-    from services.config import Config  # noqa: PLC0415
-    from synthetic.demo import DemoSpec, write_landing  # noqa: PLC0415
-    from warehouse import incremental  # noqa: PLC0415
-    from warehouse.db import Build  # noqa: PLC0415
-    from warehouse.ingest import Ingestor  # noqa: PLC0415
-    from warehouse.spark.build import Target, build_all, load_staging  # noqa: PLC0415
-    from warehouse.transform import build_all as duck_build_all  # noqa: PLC0415
+    from services.config import Config
+    from synthetic.demo import DemoSpec, write_landing
+    from warehouse import incremental
+    from warehouse.db import Build
+    from warehouse.ingest import Ingestor
+    from warehouse.spark.build import Target, build_all, load_staging
+    from warehouse.transform import build_all as duck_build_all
 
     root = tmp_path_factory.mktemp("spark_scenario")
     landing, later = root / "landing", root / "later"
@@ -210,5 +210,5 @@ def scenario(spark, tmp_path_factory) -> Scenario:
         sc.seconds["spark_nightly_full"] = time.perf_counter() - t
         sc.incremental_vs_full = {m: compare_spark(spark, m, full.table(m)) for m in sc.spark_rows["nightly_full"]}
     print("\nspark scenario seconds:", {k: round(v, 1) for k, v in sc.seconds.items()},
-          "session start:", round(spark._thinktax_start_s, 1))  # noqa: SLF001
+          "session start:", round(spark._thinktax_start_s, 1))
     return sc

@@ -13,15 +13,15 @@ import pytest
 
 pytestmark = pytest.mark.timeout(1200)
 
-from tests.commands.test_anomaly_alert import PRICES, calls, days
-from tests.conftest import build_warehouse, write_files
-from tests.warehouse.spark.cli_json import canon, sql_json
+from tests.commands.test_anomaly_alert import PRICES, calls, days  # noqa: E402
+from tests.conftest import build_warehouse, write_files  # noqa: E402
+from tests.warehouse.spark.cli_json import canon, sql_json  # noqa: E402
 
 
 @pytest.mark.slow
 def test_spend_anomalies_on_spark_equal_duckdb(spark, tmp_path, capsys):
-    from thinktax.cli import main  # noqa: PLC0415
-    from warehouse.anomalies import build_spend_anomalies  # noqa: PLC0415
+    from thinktax.cli import main
+    from warehouse.anomalies import build_spend_anomalies
 
     ops = calls(days(0, 34)).replace('"team": "search"', '"team": "ops"').replace('"task_type": "qa"', '"task_type": "triage"')
     ops = ops.replace('"request_id": "', '"request_id": "ops-')

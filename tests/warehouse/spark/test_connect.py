@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[3]
 R1, R2, R3, R4, R5 = D("0.20225"), D("0.0028"), D("0.0567"), D("113.28"), D("28.32")
 
 
-def _tool():  # noqa: ANN202 - tools/spark_connect.py, imported by path (tools/ is no package)
+def _tool():
     spec = importlib.util.spec_from_file_location("spark_connect", REPO / "tools" / "spark_connect.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -68,7 +68,7 @@ def connect_server(tmp_path_factory):
     server.start()
     print(f"\nSpark Connect server: venv ready in {installed:.1f} s, started in {server.start_seconds:.1f} s on {server.url}")
     yield server
-    from pyspark.sql.connect.session import SparkSession  # noqa: PLC0415
+    from pyspark.sql.connect.session import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -77,9 +77,8 @@ def connect_server(tmp_path_factory):
 
 
 def test_a_connect_session_takes_the_engine_settings_and_leaves_local_sessions_possible(connect_server):
-    import os  # noqa: PLC0415
 
-    from warehouse.spark.build import session  # noqa: PLC0415
+    from warehouse.spark.build import session
 
     spark = session(connect_server.url)
     assert spark.version.startswith("4.0.")  # the pinned server (tools/spark-connect.txt), not the 3.5 client
@@ -97,9 +96,9 @@ def test_arrow_both_ways_keeps_decimals_and_sql_json_reads_the_server(connect_se
     """The economics step's paths on a Connect session (warehouse/spark/economics.py): DuckDB rows
     sent as Arrow and saved as a server table, read back as Arrow into DuckDB, DECIMAL(18,6) kept
     exactly (pandas would have re-inferred the type), and `thinktax sql --spark-remote` reading it."""
-    import duckdb  # noqa: PLC0415
+    import duckdb
 
-    from warehouse.spark.build import _drop, from_arrow, session, to_arrow  # noqa: PLC0415
+    from warehouse.spark.build import _drop, from_arrow, session, to_arrow
 
     spark = session(connect_server.url)
     spark.sql("CREATE DATABASE IF NOT EXISTS marts")
@@ -125,15 +124,15 @@ def test_map_in_arrow_runs_on_the_servers_workers_with_thinktaxs_python(connect_
     the function is pickled by the client and run by the server's Python workers, which the
     server starts on thinktax's Python (tools/spark_connect.py: PYSPARK_PYTHON), so pyarrow and
     sources/ import there."""
-    from warehouse.spark.build import session  # noqa: PLC0415
+    from warehouse.spark.build import session
 
     # defined here, not at module level: cloudpickle sends it by value (this test module is not
     # importable in the workers)
-    def _tokens_to_micro_usd(batches):  # noqa: ANN001, ANN202 - runs in the server's Python workers
-        import pyarrow as pa  # noqa: PLC0415
-        import pyarrow.compute as pc  # noqa: PLC0415
+    def _tokens_to_micro_usd(batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
-        import sources  # noqa: PLC0415 - thinktax's parsers must be importable where ingest will run
+        import sources
 
         for b in batches:
             # tokens x $12 per million tokens, in micro-dollars: 15,000 -> 180,000 (r1's $0.18 of thinking)
@@ -153,14 +152,14 @@ def test_engine_results_through_connect_are_plain_python_for_dagsters_metadata(c
     a check's offending rows come back as ``int`` and go through the models step's metadata
     functions into Dagster's materialisation and check result (which refuse a numpy.int64, what the
     3.5 client's count() returns)."""
-    import dagster as dg  # noqa: PLC0415
+    import dagster as dg
 
-    from pipelines.defs.warehouse_assets import _check_result, built_metadata  # noqa: PLC0415
-    from warehouse.checks import SqlCheck  # noqa: PLC0415
-    from warehouse.incremental import Scope  # noqa: PLC0415
-    from warehouse.spark.build import _drop, session  # noqa: PLC0415
-    from warehouse.spark.engine import SparkEngine  # noqa: PLC0415
-    from warehouse.sqltable import load_tables  # noqa: PLC0415
+    from pipelines.defs.warehouse_assets import _check_result, built_metadata
+    from warehouse.checks import SqlCheck
+    from warehouse.incremental import Scope
+    from warehouse.spark.build import _drop, session
+    from warehouse.spark.engine import SparkEngine
+    from warehouse.sqltable import load_tables
 
     spark = session(connect_server.url)
     spark.sql("CREATE DATABASE IF NOT EXISTS marts")
@@ -185,9 +184,9 @@ def _duckdb_reference(landing: Path, path: Path, *, first: Path | None = None) -
     """The landing built by DuckDB directly (the Ingestor, every SQL model, the economics builders).
     ``first``: a landing ingested before it, as the runs did (file_ids number files in the order
     they were ingested: the nightly's files come after the first run's)."""
-    from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
-    from warehouse.ingest import Ingestor  # noqa: PLC0415
-    from warehouse.transform import build_all  # noqa: PLC0415
+    from pipelines.defs.economics_assets import ECONOMICS
+    from warehouse.ingest import Ingestor
+    from warehouse.transform import build_all
 
     path.parent.mkdir(parents=True, exist_ok=True)
     con, _ = build_warehouse(first or landing, path)
@@ -201,7 +200,7 @@ def _duckdb_reference(landing: Path, path: Path, *, first: Path | None = None) -
     return path
 
 
-def _marts_differ(capsys, marts: list[str], want: list[str], have: list[str]) -> tuple[dict, int]:  # noqa: ANN001
+def _marts_differ(capsys, marts: list[str], want: list[str], have: list[str]) -> tuple[dict, int]:
     """Every mart read through `thinktax sql --format json` from two places (the argv heads ``want``
     and ``have``): {mart: its row counts and the rows only one side has}, and how many marts have rows."""
     differ, with_rows = {}, 0
@@ -216,10 +215,10 @@ def _marts_differ(capsys, marts: list[str], want: list[str], have: list[str]) ->
 
 
 def test_run_through_spark_connect_publishes_the_hand_worked_figures_and_duckdbs_marts(connect_server, tmp_path, capsys):
-    from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
-    from sources.registry import folders  # noqa: PLC0415
-    from thinktax.cli import main  # noqa: PLC0415
-    from warehouse.sqltable import load_tables  # noqa: PLC0415
+    from pipelines.defs.economics_assets import ECONOMICS
+    from sources.registry import folders
+    from thinktax.cli import main
+    from warehouse.sqltable import load_tables
 
     url = connect_server.url
     landing = write_connect_landing(tmp_path / "landing")
@@ -289,7 +288,7 @@ def test_run_through_spark_connect_publishes_the_hand_worked_figures_and_duckdbs
     # output x $8/M = 0.004 -- and the three clouds' cost exports, which only the DuckDB ingest
     # reads (by path): this run ingests on DuckDB (`[engine] ingest = "duckdb"`) and copies staging
     # to the server, so every landing folder has been through a Connect run.
-    R6 = D("0.008")  # noqa: N806
+    R6 = D("0.008")
     (landing / "telemetry/requests/late.jsonl").write_text(
         '{"ts":"2026-07-01T12:00:00Z","request_id":"r6","model":"o3","provider":"openai","task_id":"t5","team":"search",'
         '"task_type":"qa","usage":{"prompt_tokens":2000,"completion_tokens":500}}\n')
@@ -325,7 +324,7 @@ def test_run_through_spark_connect_publishes_the_hand_worked_figures_and_duckdbs
 def test_no_server_at_the_address_fails_at_once_naming_it(tmp_path, capsys):
     """Nothing listens at the --spark-remote address: both commands fail in seconds, saying where
     (the Connect client alone retries for ~10 minutes), and nothing is published. No server needed."""
-    from thinktax.cli import main  # noqa: PLC0415
+    from thinktax.cli import main
 
     tool = _tool()
     url = f"sc://127.0.0.1:{tool.free_port()}"

@@ -20,7 +20,7 @@ import pytest
 # measured 703 s at load average 8.5 on 2 cores (2026-12-03), over pytest's default 600 s
 pytestmark = pytest.mark.timeout(1800)
 
-from warehouse.sqltable import load_tables
+from warehouse.sqltable import load_tables  # noqa: E402
 
 MODELS = [m.table for m in load_tables()]
 DEMO_DAYS = 6  # tests/warehouse/spark/conftest.py
@@ -79,7 +79,7 @@ def test_the_session_keeps_decimal_precision_and_utc(spark):
 # renames, an incremental model's planned days are copied aside before they are replaced -- so a run
 # that is not published (a check failed, the run failed) is put back exactly as it was, and a
 # published one leaves no side tables.
-def _fingerprint(spark, tables: list[str]) -> dict[str, tuple]:  # noqa: ANN001
+def _fingerprint(spark, tables: list[str]) -> dict[str, tuple]:
     """Per table: its row count and the sum of a 64-bit hash of every row (order-free)."""
     out = {}
     for t in tables:
@@ -89,14 +89,14 @@ def _fingerprint(spark, tables: list[str]) -> dict[str, tuple]:  # noqa: ANN001
     return out
 
 
-def _side_tables(spark, dbs: tuple[str, ...]) -> list[str]:  # noqa: ANN001
+def _side_tables(spark, dbs: tuple[str, ...]) -> list[str]:
     return [f"{db}.{t.name}" for db in dbs for t in spark.catalog.listTables(db)
             if t.name.endswith(("__new", "__prev", "__newdays", "__prevdays"))]
 
 
 def test_a_run_that_is_not_published_is_put_back_and_a_published_one_leaves_no_side_tables(scenario, spark):
-    from warehouse.spark.build import Journal, Target, build  # noqa: PLC0415
-    from warehouse.spark.render import load_spark_tables  # noqa: PLC0415
+    from warehouse.spark.build import Journal, Target, build
+    from warehouse.spark.render import load_spark_tables
 
     # the models daily_spend needs (full and incremental ones), on a copy of the scenario's staging
     models = {m.table: m for m in load_spark_tables()}
@@ -156,7 +156,7 @@ def test_a_run_that_is_not_published_is_put_back_and_a_published_one_leaves_no_s
 
 def test_only_this_file_asks_for_the_scenario():
     """The scenario is built once per xdist worker that asks for it (see the module docstring)."""
-    import ast  # noqa: PLC0415
+    import ast
 
     users = set()
     for f in sorted(Path(__file__).parent.glob("test_*.py")):

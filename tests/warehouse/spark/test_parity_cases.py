@@ -36,17 +36,17 @@ REPO = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.timeout(1800)
 
 
-def _targets(prefix: str):  # noqa: ANN202
-    from warehouse.spark.build import Target  # noqa: PLC0415
+def _targets(prefix: str):
+    from warehouse.spark.build import Target
 
     return Target(tuple((s, f"{prefix}_{s}") for s in ("stg", "ops", "core", "marts")))
 
 
-def _both_engines(spark, landing: Path, root: Path, prefix: str):  # noqa: ANN001, ANN202
+def _both_engines(spark, landing: Path, root: Path, prefix: str):
     """DuckDB ingests and builds ``landing``; Spark builds every model from the same staging.
     Returns (open DuckDB connection, Spark target, {table: (equal, why)})."""
-    from tests.conftest import build_warehouse  # noqa: PLC0415
-    from warehouse.spark.build import build_all, load_staging  # noqa: PLC0415
+    from tests.conftest import build_warehouse
+    from warehouse.spark.build import build_all, load_staging
 
     con, _summary = build_warehouse(landing, root / "wh" / "thinktax.duckdb")
     target = _targets(prefix)
@@ -56,11 +56,11 @@ def _both_engines(spark, landing: Path, root: Path, prefix: str):  # noqa: ANN00
 
 
 @pytest.fixture(scope="module")
-def landed(spark, tmp_path_factory):  # noqa: ANN001, ANN201
+def landed(spark, tmp_path_factory):
     """One landing: every corpus case side by side (each file renamed ``<case>__<name>``) plus the
     pricing-rules files. One Spark build serves both (a build of the 26 models is ~1 min of fixed
     cost on local[2])."""
-    from tests.sql import test_pricing_rules as pr  # noqa: PLC0415
+    from tests.sql import test_pricing_rules as pr
 
     root = tmp_path_factory.mktemp("spark_cases")
     landing = root / "landing"
@@ -83,14 +83,14 @@ def landed(spark, tmp_path_factory):  # noqa: ANN001, ANN201
     (req / "pricing_msgbatch_results.2026-07-30.jsonl").write_text(json.dumps(pr.ANTHROPIC_BATCH) + "\n")
     # issue 24: Bedrock / Vertex AI / Gemini / Azure calls and their endpoints.csv (the newest catalog file of its
     # kind, so it is the one in force): the provider families, profile ids, ARNs, data zones and provisioned calls
-    from tests.sql import test_cloud_pricing as cp  # noqa: PLC0415
+    from tests.sql import test_cloud_pricing as cp
 
     (req / "zz_cloud_calls.jsonl").write_text("\n".join(json.dumps(c) for c in cp.CALLS) + "\n")
     (landing / "catalog" / "zz_endpoints.csv").write_text(cp.ENDPOINTS)
     # issue 41: principals from every call source, a secret-looking key, cost-center rules (the newest
     # catalog file of its kind), nested agent traces: core.call_costs.cost_center, marts.chargeback,
     # marts.agent_runs / run_costs / session_costs on Spark
-    from tests.sql import test_agent_runs as ar, test_principals as tp  # noqa: PLC0415
+    from tests.sql import test_agent_runs as ar, test_principals as tp
 
     (req / "zz_principals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in tp.REQUESTS))
     (landing / "telemetry" / "litellm_spendlogs").mkdir(parents=True, exist_ok=True)
@@ -123,7 +123,7 @@ def test_every_table_equals_duckdb_on_spark(landed):
 
 
 def test_pricing_rules_hand_worked_costs_come_out_of_spark(landed, spark):
-    from tests.sql.test_pricing_rules import EXPECTED  # noqa: PLC0415
+    from tests.sql.test_pricing_rules import EXPECTED
 
     _con, target, _equal, _n = landed
     calls = target.table("core.call_costs")
@@ -147,7 +147,7 @@ def test_pricing_rules_hand_worked_costs_come_out_of_spark(landed, spark):
 def test_cloud_calls_are_priced_the_same_on_spark(landed, spark):
     """The hand-worked costs of tests/sql/test_cloud_pricing.py (Bedrock profile ids and ARNs, Vertex AI, the
     Gemini API, Azure data zones and deployments, provisioned calls) out of Spark's own core.call_costs."""
-    from tests.sql.test_cloud_pricing import EXPECTED  # noqa: PLC0415
+    from tests.sql.test_cloud_pricing import EXPECTED
 
     _con, target, _equal, _n = landed
     ids = ", ".join(f"'{r}'" for r in EXPECTED)

@@ -23,7 +23,7 @@ def test_a_local_build_is_published_by_replacing_current(tmp_path: Path):
     assert pipeline.current_build(wh) == wh
     for build_id in ("b1", "b2", "b3"):
         (wh / "builds" / build_id / "marts.db").mkdir(parents=True)
-        pipeline._publish_local(wh, build_id)  # noqa: SLF001
+        pipeline._publish_local(wh, build_id)
         assert pipeline.current_build(wh) == wh / "builds" / build_id
         assert (wh / "CURRENT").read_text().strip() == build_id
     assert not (wh / "core.db").exists()  # the old layout's model tables went with the first build
@@ -31,7 +31,7 @@ def test_a_local_build_is_published_by_replacing_current(tmp_path: Path):
     assert sorted(p.name for p in (wh / "builds").iterdir()) == ["b2", "b3"]
     # a build that failed removes its own folder; CURRENT still names the last published one
     (wh / "builds" / "b4").mkdir()
-    pipeline._undo(None, wh / "builds" / "b4", lambda _line: None)  # noqa: SLF001
+    pipeline._undo(None, wh / "builds" / "b4", lambda _line: None)
     assert pipeline.current_build(wh) == wh / "builds" / "b3" and not (wh / "builds" / "b4").exists()
     # CURRENT naming a folder that is gone: readers fall back to the Spark warehouse folder itself
     (wh / "CURRENT").write_text("gone\n")

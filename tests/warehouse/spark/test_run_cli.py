@@ -16,8 +16,8 @@ import pytest
 # a Spark run plus 30 Spark queries: 97-99 s each at load average 8.5 (2026-12-03); 330 s when it started the session
 pytestmark = pytest.mark.timeout(1200)
 
-from tests.conftest import MINI_FILES, write_files
-from tests.warehouse.spark.cli_json import canon, sql_json
+from tests.conftest import MINI_FILES, write_files  # noqa: E402
+from tests.warehouse.spark.cli_json import canon, sql_json  # noqa: E402
 
 # tests/sql/test_costs_hand_worked.py: r1 0.20225, r2 0.0028, r3 0.0567, r4 113.28, r5 28.32 (USD)
 R1, R2, R3, R4, R5 = D("0.20225"), D("0.0028"), D("0.0567"), D("113.28"), D("28.32")
@@ -26,7 +26,7 @@ R1, R2, R3, R4, R5 = D("0.20225"), D("0.0028"), D("0.0567"), D("113.28"), D("28.
 def _run_record(run_id: str) -> tuple[object, dict, set]:
     """From the Dagster instance: the run, its materialisations (asset -> metadata) and its check
     evaluations (asset, check, passed)."""
-    import dagster as dg  # noqa: PLC0415
+    import dagster as dg
 
     with dg.DagsterInstance.get() as instance:
         run = instance.get_run_by_id(run_id)
@@ -45,7 +45,7 @@ def _run_record(run_id: str) -> tuple[object, dict, set]:
 
 
 def _last_run_id() -> str:
-    import dagster as dg  # noqa: PLC0415
+    import dagster as dg
 
     with dg.DagsterInstance.get() as instance:
         return instance.get_runs(limit=1)[0].run_id
@@ -53,7 +53,7 @@ def _last_run_id() -> str:
 
 @pytest.mark.slow
 def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path, capsys):
-    from thinktax.cli import main  # noqa: PLC0415
+    from thinktax.cli import main
 
     landing = write_files(tmp_path / "landing", MINI_FILES)
     # --warehouse names a folder (issue 16: "where the Spark tables live"): the DuckDB build is
@@ -66,7 +66,7 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
     assert "engine: spark" in out and "rebuild: full" in out
     # a Spark run is a Dagster run of the same job: the same assets materialised and the same checks
     # evaluated as a DuckDB run of the same landing, row counts on the models
-    import dagster as dg  # noqa: PLC0415
+    import dagster as dg
 
     run, mats, checks = _run_record(_last_run_id())
     assert run.job_name == "thinktax" and run.status == dg.DagsterRunStatus.SUCCESS
@@ -109,7 +109,7 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
 
     # `thinktax sql --engine spark` registers the tables a run left (attach) and re-creates the view
     # models over them: marts.cost_per_task is the old-named view of marts.task_cost_breakdown (issue 17)
-    from warehouse.spark.engine import attach  # noqa: PLC0415
+    from warehouse.spark.engine import attach
 
     spark.sql("DROP VIEW marts.cost_per_task")
     assert "marts.cost_per_task" in attach(spark, folder / "spark")
@@ -135,11 +135,11 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     the Python marts (self_host_breakeven, gpu_sizing, forecast/outlook) are built from Spark's rows
     and written back to Spark; `thinktax sql --engine spark --format json` gives DuckDB's JSON for
     every mart; the published DuckDB file serves `thinktax report`."""
-    from tests.conftest import build_warehouse  # noqa: PLC0415
-    from tests.pipelines.test_economics_marts import FILES  # noqa: PLC0415
-    from thinktax.cli import main  # noqa: PLC0415
-    from pipelines.defs.economics_assets import ECONOMICS  # noqa: PLC0415
-    from warehouse.sqltable import load_tables  # noqa: PLC0415
+    from tests.conftest import build_warehouse
+    from tests.pipelines.test_economics_marts import FILES
+    from thinktax.cli import main
+    from pipelines.defs.economics_assets import ECONOMICS
+    from warehouse.sqltable import load_tables
 
     # d1's GPU price of tests/pipelines/test_economics_marts.py (0.000018 USD, chosen so that self-hosting wins
     # on 3 calls) is below the Great Expectations floor of stg.deployments (0.01 USD per GPU-hour):

@@ -31,8 +31,8 @@ pytestmark = pytest.mark.timeout(1200)
 DAYS, TASKS = 5, 40
 
 
-def _tables(con) -> dict[str, list[tuple[str, str]]]:  # noqa: ANN001
-    from warehouse.sqltable import load_tables  # noqa: PLC0415
+def _tables(con) -> dict[str, list[tuple[str, str]]]:
+    from warehouse.sqltable import load_tables
 
     out = {}
     for m in load_tables():
@@ -60,7 +60,7 @@ def _differences(got: Path, want: Path) -> dict[str, str]:
     return out
 
 
-def _run(main, capsys, args: list[str]) -> str:  # noqa: ANN001
+def _run(main, capsys, args: list[str]) -> str:
     capsys.readouterr()
     rc = main(["run", *args])
     cap = capsys.readouterr()
@@ -69,9 +69,9 @@ def _run(main, capsys, args: list[str]) -> str:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_spark_and_duckdb_take_turns_on_one_warehouse(spark, tmp_path, capsys):  # noqa: PLR0915
-    from synthetic.demo import DemoSpec, write_landing  # noqa: PLC0415
-    from thinktax.cli import main  # noqa: PLC0415
+def test_spark_and_duckdb_take_turns_on_one_warehouse(spark, tmp_path, capsys):
+    from synthetic.demo import DemoSpec, write_landing
+    from thinktax.cli import main
 
     spec = DemoSpec(days=DAYS, tasks_per_day=TASKS, sources=False)  # the calls only, as before issue 45's sources
     landing = tmp_path / "landing"

@@ -57,7 +57,7 @@ LATER = {  # the second batch: against rows stored by the first
 }
 
 
-def _landing(root):  # noqa: ANN001, ANN202
+def _landing(root):
     landing = write_files(root, FILES)
     shutil.copy(REPO / "tests/fixtures/prices/litellm_truncated.json", landing / "prices/llm/litellm_truncated.json")
     shutil.copy(REPO / "tests/fixtures/prices/thinktax_prices_bad.csv", landing / "prices/llm/thinktax_prices_bad.csv")
@@ -80,7 +80,7 @@ QUARANTINE_COLS = "file_id, file, line, field, reason, raw"
 
 
 @pytest.fixture(autouse=True)
-def _own_staging_tables(spark):  # noqa: ANN001, ANN202
+def _own_staging_tables(spark):
     """Each test ingests into tables of its own: the staging and ops tables an earlier test of the
     session registered (test_run_cli's run, the scenario's bridge) are unregistered first."""
     for db in ("stg", "ops"):
@@ -89,17 +89,17 @@ def _own_staging_tables(spark):  # noqa: ANN001, ANN202
                 spark.sql(f"DROP {'VIEW' if t.tableType == 'VIEW' else 'TABLE'} IF EXISTS {db}.{t.name}")
 
 
-def _duck(con, sql: str) -> list[tuple]:  # noqa: ANN001
+def _duck(con, sql: str) -> list[tuple]:
     return [tuple(_norm(v) for v in r) for r in con.execute(sql).fetchall()]
 
 
-def _spark(spark, sql: str) -> list[tuple]:  # noqa: ANN001
+def _spark(spark, sql: str) -> list[tuple]:
     return [tuple(_norm(v) for v in r) for r in spark.sql(sql).collect()]
 
 
-def _compare_all(con, spark) -> dict[str, str]:  # noqa: ANN001
+def _compare_all(con, spark) -> dict[str, str]:
     """Every staging table, ops.quarantine and ops.ingested_files: DuckDB's rows against Spark's."""
-    from sources.contract import TABLES  # noqa: PLC0415
+    from sources.contract import TABLES
 
     differ = {}
     for name, table in TABLES.items():
@@ -116,10 +116,10 @@ def _compare_all(con, spark) -> dict[str, str]:  # noqa: ANN001
 
 @pytest.mark.slow
 def test_spark_ingest_equals_the_duckdb_ingest(spark, tmp_path):
-    from warehouse.db import connect, migrate  # noqa: PLC0415
-    from warehouse.ingest import Ingestor  # noqa: PLC0415
-    from warehouse.spark.build import Target, load_staging  # noqa: PLC0415
-    from warehouse.spark.ingest import SparkIngest  # noqa: PLC0415
+    from warehouse.db import connect, migrate
+    from warehouse.ingest import Ingestor
+    from warehouse.spark.build import Target, load_staging
+    from warehouse.spark.ingest import SparkIngest
 
     landing = _landing(tmp_path / "landing")
     con = connect(tmp_path / "w.duckdb")
@@ -130,7 +130,7 @@ def test_spark_ingest_equals_the_duckdb_ingest(spark, tmp_path):
     ing.close()
 
     # the same per-file outcome, file by file (already_ingested: the copy of calls.jsonl)
-    def outcome(summary):  # noqa: ANN001, ANN202
+    def outcome(summary):
         return sorted((f.file, f.status, f.format, f.table, f.rows_in, f.rows_loaded, f.rows_duplicate, f.rows_quarantined)
                       for f in summary.files)
 
@@ -197,11 +197,11 @@ def test_spark_ingest_equals_the_duckdb_ingest_on_the_whole_bad_input_corpus(spa
     file by file against DuckDB's ingest in tests/warehouse/test_corpus.py) landed side by side in one folder
     (each case's files under ``<case>__<name>``), ingested by both: the same outcome for every file
     and the same rows in every staging table, ops.quarantine and ops.ingested_files."""
-    import datetime as dt  # noqa: PLC0415
+    import datetime as dt
 
-    from warehouse.db import connect, migrate  # noqa: PLC0415
-    from warehouse.ingest import Ingestor  # noqa: PLC0415
-    from warehouse.spark.ingest import SparkIngest  # noqa: PLC0415
+    from warehouse.db import connect, migrate
+    from warehouse.ingest import Ingestor
+    from warehouse.spark.ingest import SparkIngest
 
     landing = tmp_path / "landing"
     # the cloud invoices (bills/aws|azure|gcp, issue 25) and FOCUS Parquet in bills/focus are read by the DuckDB
@@ -224,7 +224,7 @@ def test_spark_ingest_equals_the_duckdb_ingest_on_the_whole_bad_input_corpus(spa
     duck = Ingestor(con, landing, now=now).ingest()
     got = SparkIngest(spark, str(landing), str(tmp_path / "tables"), str(tmp_path / "scratch"), now=now).ingest()
 
-    def outcome(summary):  # noqa: ANN001, ANN202
+    def outcome(summary):
         return sorted((f.file, f.status, f.format, f.table, f.rows_in, f.rows_loaded, f.rows_duplicate, f.rows_quarantined)
                       for f in summary.files)
 
@@ -246,8 +246,8 @@ def test_the_spark_ingest_refuses_cloud_invoices_before_loading_anything(spark, 
     """A cloud invoice (bills/aws, read by path with DuckDB's readers, its non-AI lines counted as skipped)
     or a FOCUS export as Parquet (bills/focus, read by path) is refused by the Spark ingest with the fix
     named, and nothing of the landing is ingested."""
-    from sources.base import SourceFormatError  # noqa: PLC0415
-    from warehouse.spark.ingest import SparkIngest  # noqa: PLC0415
+    from sources.base import SourceFormatError
+    from warehouse.spark.ingest import SparkIngest
 
     landing = tmp_path / "landing"
     case = REPO / "tests" / "corpus" / case_name
@@ -269,7 +269,7 @@ def test_a_landing_uri_needs_the_spark_ingest(tmp_path, capsys):
     """`--landing s3a://...` is read by the Spark engine's ingest only: the DuckDB engine, or the Spark
     engine with `[engine] ingest = "duckdb"`, refuse it (exit 2) before starting anything; a bad
     `ingest` setting is a config error."""
-    from thinktax.cli import main  # noqa: PLC0415
+    from thinktax.cli import main
 
     wh = str(tmp_path / "wh")
     assert main(["run", "--landing", "s3a://bucket/landing", "--warehouse", wh]) == 2
