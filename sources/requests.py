@@ -808,6 +808,8 @@ def _sql_type(spec: object) -> str:
 # anywhere else stops the read, and the file goes the line path.
 _PATH_LENIENT = ("output", "tools", "serviceTier", "ResponseMetadata", "data", "predictions")
 _PATH_TYPE = _sql_type({**_STRUCTURE, "batch": "JSON", **{k: "JSON" for k in _PATH_LENIENT}})
+# the same, public: the columns thinktax reads of a request line (tools/bench.py's ingest floor reads with it)
+READ_TYPE = _PATH_TYPE
 
 
 # One query for every line: gating the issue-24 fields behind a search of the file's bytes for their

@@ -8,11 +8,13 @@ What it does, one phase after another in this process (data from :mod:`synthetic
    nightly run), the same calls as Parquet, and the price sheets and ``nodes.csv``;
 2. ingest: ``warehouse.ingest.Ingestor`` over the landing folder into a fresh build, against
    the floor: DuckDB ``read_json`` of the same files, explicit schema, into a table of a fresh
-   DuckDB file;
+   DuckDB file; and a second floor (issue 43), ``read_json`` with the struct of every field the request
+   parser reads (``sources.requests.READ_TYPE``, its by-path read);
 3. marts: ``warehouse.transform.build_all`` (every core and mart table), against the floor:
    one bare DuckDB query over the Parquet that scans the columns the marts read and
    aggregates them (calls, distinct tasks and the five token buckets by day, team, task type,
-   model, provider and node). The checks and the same floor query over ``stg.requests`` are
+   model, provider and node); and (issue 43) every call priced once: one CTAS of the staged calls
+   joined to their price versions with the tier and regional modifiers (``PRICE_FLOOR_SQL``). The checks and the same floor query over ``stg.requests`` are
    shown too, without a ratio;
 4. nightly: the warehouse-level run a night does (``Build.start`` = copy of the published
    file, ingest of a landing folder holding the history plus one new day, the incremental
@@ -66,6 +68,7 @@ import duckdb
 
 from synthetic import benchgen
 from services.config import Config
+from sources.requests import READ_TYPE
 from warehouse import parts
 
 DEFAULT_CALLS_PER_DAY = 150_000
@@ -444,6 +447,54 @@ def target_lines(results: Results) -> list[str]:
 
 
 CTAS_ROW = "  one per-call table written (CTAS of stg.requests)"
+# Issue 43's physical floors: the ingest's own typed read (read_json with the struct the request parser's by-path
+# fast path reads, sources/requests.py), and every call priced once (PRICE_FLOOR_SQL)
+OWN_READ_ROW = "ingest: floor (read_json, thinktax's own columns)"
+PRICE_ROW = "  every call priced once (one CTAS: calls x price versions)"
+
+# The pricing floor: each staged call joined once to its price version (core.model_map's preferred sheet model, the
+# version in force on the call's day, ASOF) for its tier's kind (batch, flex, priority) with the standard kind as the
+# fallback, the regional uplift applied, the five token buckets times their rates, into a table of the build. It
+# skips what core.call_costs does on top (long-context kinds, 1-hour cache writes, fees, modalities, allocation,
+# cost centers, the notes): a floor, so the rebuild's ratio to it is an upper bound of the overhead.
+PRICE_FLOOR_SQL = """
+CREATE TABLE core._bench_priced AS
+WITH mm AS (
+    SELECT * FROM core.model_map
+    QUALIFY row_number() OVER (PARTITION BY reported_provider, reported_model ORDER BY preference) = 1
+),
+v AS (
+    SELECT provider, model, price_kind, CAST(effective_from AS TIMESTAMP) AS from_ts, input_usd_per_mtok,
+           cached_input_usd_per_mtok, cache_write_usd_per_mtok, output_usd_per_mtok, reasoning_usd_per_mtok,
+           regional_uplift_eu, regional_uplift_us
+    FROM core.llm_price_versions
+),
+c AS (
+    SELECT r.request_id, r.ts, r.uncached_input_tokens, r.cached_input_tokens, r.cache_write_tokens,
+           r.thinking_tokens, r.output_tokens, r.processing_region,
+           coalesce(mm.price_provider, r.provider) AS pp, coalesce(mm.price_model, r.model) AS pm,
+           CASE WHEN coalesce(r.is_batch, false) THEN 'batch' WHEN r.service_tier IN ('flex', 'priority')
+                THEN r.service_tier ELSE 'standard' END AS kind
+    FROM stg.requests r
+    LEFT JOIN mm ON mm.reported_provider = r.provider AND mm.reported_model = r.model
+),
+t AS (
+    SELECT c.*, v.input_usd_per_mtok AS ti, v.cached_input_usd_per_mtok AS tc, v.cache_write_usd_per_mtok AS tw,
+           v.output_usd_per_mtok AS tout, v.reasoning_usd_per_mtok AS tr
+    FROM c ASOF LEFT JOIN v ON v.provider = c.pp AND v.model = c.pm AND v.price_kind = c.kind AND c.ts >= v.from_ts
+)
+SELECT t.request_id, t.ts, s.price_kind IS NOT NULL AS priced,
+       CAST((t.uncached_input_tokens * coalesce(t.ti, s.input_usd_per_mtok)
+             + t.cached_input_tokens * coalesce(t.tc, s.cached_input_usd_per_mtok)
+             + t.cache_write_tokens * coalesce(t.tw, s.cache_write_usd_per_mtok)
+             + t.output_tokens * coalesce(t.tout, s.output_usd_per_mtok)
+             + t.thinking_tokens * coalesce(t.tr, s.reasoning_usd_per_mtok)) / 1000000
+            * coalesce(CASE t.processing_region WHEN 'eu' THEN s.regional_uplift_eu
+                                                WHEN 'us' THEN s.regional_uplift_us END, 1)
+            AS DECIMAL(38, 12)) AS cost_usd
+FROM t ASOF LEFT JOIN (SELECT * FROM v WHERE price_kind = 'standard') s
+    ON s.provider = t.pp AND s.model = t.pm AND t.ts >= s.from_ts
+"""
 SCALE_CALLS = 32_000_000
 
 
@@ -468,13 +519,20 @@ def scale_target_lines(results: Results) -> list[str]:
 
     out = []
     ingest = results.get("ingest: thinktax (Ingestor)")
+    # the issue's scale mode (32M calls and more: --calls-per-day 1000000 --days 32) allows more
+    scale = (ingest.rows or 0) >= SCALE_CALLS
     out.append(line("ingest vs the read_json floor", results.ratio(ingest), 1.5, "x"))
     build, ctas = results.get("marts: thinktax (build_all)"), results.get(CTAS_ROW)
     out.append(line("full rebuild vs one per-call table written", build.seconds / ctas.seconds if ctas.seconds else None,
                     1.6, "x"))
+    # issue 43's floors of the physical work: the rebuild against pricing every call once (2x at 1.2M calls, 2.5x
+    # at 32M), the ingest against DuckDB's read of the columns thinktax reads (1.3x)
+    priced, own = results.get(PRICE_ROW), results.get(OWN_READ_ROW)
+    out.append(line("full rebuild vs every call priced once" + (" (scale mode)" if scale else ""),
+                    build.seconds / priced.seconds if priced.seconds else None, 2.5 if scale else 2.0, "x"))
+    out.append(line("ingest vs read_json of thinktax's own columns", ingest.seconds / own.seconds if own.seconds else None,
+                    1.3, "x"))
     t1, t4 = results.get("nightly 1x total"), results.get("nightly 4x total")
-    # the issue's scale mode (32M calls and more: --calls-per-day 1000000 --days 32) allows 1.2x
-    scale = (ingest.rows or 0) >= SCALE_CALLS
     out.append(line("nightly 4x / 1x history" + (" (scale mode)" if scale else ""),
                     t4.seconds / t1.seconds if t1.seconds else None, 1.2 if scale else 1.1, "x"))
     # a run copies the published DuckDB file, which holds only the small tables (issue 26 item 1: the
@@ -485,7 +543,7 @@ def scale_target_lines(results: Results) -> list[str]:
     out.append(line(f"MiB of the published file copied by a nightly run ({mib(c4)} at 4x history, {mib(c1)} at 1x), 4x / 1x",
                     c4 / c1 if c1 and c4 is not None else None, 1.1, "x"))
     # thinktax's phases: not the generator, not DuckDB's own floors (run without the build's limit)
-    reference = ("generate", "ingest: floor", "marts: floor", "  same scan", CTAS_ROW)
+    reference = ("generate", "ingest: floor", "marts: floor", "  same scan", CTAS_ROW, PRICE_ROW)
     peaks = [r.peak_mib for r in results.rows
              if r.peak_mib is not None and not r.phase.startswith(("overhead: ", "cloud CUR: ", *reference))]
     floors = [r.peak_mib for r in results.rows if r.peak_mib is not None and r.phase.startswith(reference[1:])]
@@ -626,6 +684,17 @@ def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[
             row.rows = _count(fcon, "requests")
             fcon.execute("CHECKPOINT")
     floor_db.unlink()
+    with phase(results, OWN_READ_ROW, log=log) as row:
+        floor_db = root / "wh" / "floor_own.duckdb"
+        with _quiet(duckdb.connect(str(floor_db))) as fcon:
+            fcon.execute(
+                "CREATE TABLE requests AS SELECT j FROM read_json(?, format = 'newline_delimited', records = false, "
+                "columns = {'j': ?})", [[str(p) for p in data.history], READ_TYPE],
+            )
+            row.rows = _count(fcon, "requests")
+            fcon.execute("CHECKPOINT")
+        row.note = "the struct the request parser's by-path read asks for"
+    floor_db.unlink()
     with phase(results, "ingest: thinktax (Ingestor)", floor="ingest: floor (read_json)", log=log) as row:
         summary = Ingestor(con, data.landing, commit_every=BUILD_COMMIT_EVERY).ingest()
         parts.flush(con, build.build_id)  # stg.requests written out as Parquet, as the job's ingest step does
@@ -655,6 +724,13 @@ def bench(spec: benchgen.GenSpec, root: Path, *, overhead: bool, log: Callable[[
         con.execute("CHECKPOINT")
         row.rows = _count(con, "core._bench_copy")
         con.execute("DROP TABLE core._bench_copy")
+    with phase(results, PRICE_ROW, log=log) as row:
+        con.execute(PRICE_FLOOR_SQL)
+        con.execute("CHECKPOINT")
+        row.rows = _count(con, "core._bench_priced")
+        priced = con.execute("SELECT count(*) FILTER (WHERE priced) FROM core._bench_priced").fetchall()[0][0]
+        row.note = f"{priced:,} calls with a price"
+        con.execute("DROP TABLE core._bench_priced")
     with phase(results, "  checks", log=log) as row:
         failed = run_checks(con)
         row.note = "failed: " + ", ".join(failed) if failed else "all pass"

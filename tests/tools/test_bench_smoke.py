@@ -36,6 +36,10 @@ def test_bench_smoke_prints_table_and_contract_last_line(tmp_path: Path, capsys,
     # 4 days x 1,500 calls were read by thinktax and by the floor alike
     assert " 6,000 " in rows["ingest: thinktax (Ingestor)"]
     assert " 6,000 " in rows["ingest: floor (read_json)"]
+    # issue 43's floors: the same 6,000 lines read with the parser's own struct, and 6,000 calls priced once
+    assert " 6,000 " in rows["ingest: floor (read_json, thinktax's own columns)"]
+    priced = rows["every call priced once (one CTAS: calls x price versions)"]
+    assert " 6,000 " in priced
     # the nightly run ingests the new day (1,500 calls), whatever the history
     assert " 1,500 " in rows["nightly 1x total"] and " 1,500 " in rows["nightly 4x total"]
     assert "all pass" in rows["checks"]
@@ -49,7 +53,8 @@ def test_bench_smoke_prints_table_and_contract_last_line(tmp_path: Path, capsys,
     targets = [line for line in out if line.startswith("target: ")]
     for name in ("ingest vs the read_json floor <= 1.5x", "full rebuild vs one per-call table written <= 1.6x",
                  "nightly 4x / 1x history <= 1.1x", "at 1x), 4x / 1x <= 1.1x",
-                 "peak resident memory of any thinktax phase"):
+                 "peak resident memory of any thinktax phase", "full rebuild vs every call priced once <= 2x",
+                 "ingest vs read_json of thinktax's own columns <= 1.3x"):
         mine = [t for t in targets if name in t]
         assert len(mine) == 1 and re.search(r": [0-9.,]+( MiB|x), (met|NOT met)$", mine[0]), (name, targets)
     # the memory line names the floors' own peak and the build's limit (3GB: DuckDB's GB is 10^9 bytes)
@@ -58,6 +63,10 @@ def test_bench_smoke_prints_table_and_contract_last_line(tmp_path: Path, capsys,
     # the published 4x warehouse holds 5 days (4 of history + the new one); 1x holds 1 + 1
     with duckdb.connect(str(work / "wh" / "full.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*), count(DISTINCT CAST(ts AS DATE)) FROM stg.requests").fetchall() == [(7500, 5)]
+        # the pricing floor priced every API call of the history (the self-hosted ones have a node, no sheet price)
+        api = con.execute("SELECT count(*) FROM stg.requests WHERE node_id IS NULL AND CAST(ts AS DATE) < "
+                          "(SELECT max(CAST(ts AS DATE)) FROM stg.requests)").fetchall()[0][0]
+    assert f" {api:,} calls with a price" in priced, (api, priced)
     with duckdb.connect(str(work / "wh" / "history1x.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*), count(DISTINCT CAST(ts AS DATE)) FROM stg.requests").fetchall() == [(3000, 2)]
 
