@@ -65,6 +65,7 @@ from typing import Protocol
 import duckdb
 
 from services.config import Config
+from warehouse.parts import has_table
 
 ALERT = "breakeven"
 ALL_MODELS = "*"
@@ -243,10 +244,7 @@ def reasoning_spend(con: duckdb.DuckDBPyConnection, start: dt.date, end: dt.date
 
 def cheapest_deployments(con: duckdb.DuckDBPyConnection, as_of: dt.date) -> dict[str, tuple[str, Decimal]] | None:
     """model key -> (deployment, USD/month) of its cheapest feasible deployment; None if the mart is missing."""
-    exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'marts' AND table_name = 'self_host_breakeven'"
-    ).fetchall()[0][0]
-    if not exists:
+    if not has_table(con, "marts.self_host_breakeven"):
         return None
     rows = con.execute(_CHEAPEST_SQL, {"as_of": as_of.isoformat()}).fetchall()
     return {m: (d, Decimal(v)) for m, d, v in rows}
@@ -348,15 +346,11 @@ class Warning_:
     payload: dict
 
 
-def _table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    schema, name = table.split(".")
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                            [schema, name]).fetchall()[0][0])
 
 
 def ahead_warnings(con: duckdb.DuckDBPyConnection, cfg: Config) -> list[Warning_]:
     """breakeven_ahead subjects: per (model, to_model) the deployment crossing first."""
-    if not _table_exists(con, "marts.breakeven_outlook"):
+    if not has_table(con, "marts.breakeven_outlook"):
         return []
     rows = con.execute("""
         SELECT model, to_model, deployment, threshold_usd_per_month, crossing_month_expected,
@@ -392,11 +386,11 @@ def ahead_warnings(con: duckdb.DuckDBPyConnection, cfg: Config) -> list[Warning_
 
 def budget_warnings(con: duckdb.DuckDBPyConnection) -> list[Warning_]:
     """budget_soft / budget_hard subjects: one per team and month of marts.budget_status."""
-    if not _table_exists(con, "marts.budget_status"):
+    if not has_table(con, "marts.budget_status"):
         return []
     out = []
     ahead: dict[tuple[str, dt.date], tuple] = {}
-    if _table_exists(con, "marts.budget_outlook"):  # the chosen forecast of the month (issue 28)
+    if has_table(con, "marts.budget_outlook"):  # the chosen forecast of the month (issue 28)
         ahead = {(t, m): (f, lo, hi) for t, m, f, lo, hi in con.execute(
             "SELECT team, month, forecast_usd, lo95_usd, hi95_usd FROM marts.budget_outlook").fetchall()}
     for team, month, budget, soft, spent, runs_out, projected in con.execute(
@@ -423,7 +417,7 @@ def budget_warnings(con: duckdb.DuckDBPyConnection) -> list[Warning_]:
 
 def invoice_warnings(con: duckdb.DuckDBPyConnection, cfg: Config) -> list[Warning_]:
     """invoice_mismatch subjects: one per provider and month of marts.invoice_mismatch."""
-    if not _table_exists(con, "marts.invoice_mismatch"):
+    if not has_table(con, "marts.invoice_mismatch"):
         return []
     usd_limit = Decimal(str(cfg.alert.invoice_mismatch_usd))
     pct_limit = cfg.alert.invoice_mismatch_pct
@@ -469,7 +463,7 @@ def anomaly_warnings(con: duckdb.DuckDBPyConnection, cfg: Config) -> list[Warnin
     """spend_anomaly subjects: one per episode of marts.spend_anomalies (key: its episode_id) of a
     series in ``[anomaly] alert_scopes``, without feedback, that is still recent (ANOMALY_RECENT_DAYS);
     always "above", so the state machine sends each episode once (a new episode is a new key)."""
-    if not _table_exists(con, "marts.spend_anomalies"):
+    if not has_table(con, "marts.spend_anomalies"):
         return []
     wanted = _alert_scopes(cfg)
     if not wanted:

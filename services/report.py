@@ -34,6 +34,7 @@ from pathlib import Path
 import duckdb
 
 from warehouse.db import read_only
+from warehouse.parts import has_table
 
 REPORT_NAME = "report.html"
 DAILY_DAYS = 90  # the daily spend chart shows at most this many days, ending with the latest
@@ -299,13 +300,6 @@ def breakeven_chart(model: str, row: dict) -> str:
 # ---------------------------------------------------------------------------------------------
 # data
 
-def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    schema, name = table.split(".")
-    return con.execute(
-        "SELECT count(*) FROM (SELECT schema_name, table_name AS n FROM duckdb_tables() "
-        "UNION ALL SELECT schema_name, view_name FROM duckdb_views()) WHERE schema_name = ? AND n = ?",
-        [schema, name],
-    ).fetchall()[0][0] > 0
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> list[dict]:
@@ -401,7 +395,7 @@ def _beyond(r: dict) -> str:
 
 
 def _breakeven(con) -> str:
-    if not _exists(con, "marts.self_host_breakeven"):
+    if not has_table(con, "marts.self_host_breakeven"):
         return ('<p class="note">marts.self_host_breakeven is not in this warehouse yet, so there is no break-even '
                 'chart. It appears here once the break-even mart is built (deployments.csv candidates and '
                 'GPU prices in the landing folder).</p>')
@@ -439,7 +433,7 @@ def _table(head: list[str], rows: list[list[str]], numeric: set[int]) -> str:
 
 def _alerts(con) -> str:
     parts = []
-    if _exists(con, "ops.alert_state"):
+    if has_table(con, "ops.alert_state"):
         state = _rows(con, """
             SELECT alert, model, status, window_spend_usd_per_month, threshold_usd_per_month, window_end
             FROM ops.alert_state ORDER BY alert, model""")
@@ -450,7 +444,7 @@ def _alerts(con) -> str:
                 [[r["alert"], "all reasoning" if r["model"] == "*" else r["model"], r["status"],
                   usd(r["window_spend_usd_per_month"]), usd(r["threshold_usd_per_month"]), str(r["window_end"] or "—")]
                  for r in state], {3, 4}))
-    if not _exists(con, "ops.alerts"):
+    if not has_table(con, "ops.alerts"):
         return "".join(parts) + '<p class="note">ops.alerts does not exist in this warehouse.</p>'
     per_month = "window_spend_usd_per_month" in _columns(con, "ops.alerts")
     rows = _rows(con, f"""
@@ -522,7 +516,7 @@ def forecast_chart(rows: list[dict]) -> str:
 
 
 def _forecast(con) -> str:
-    if not _exists(con, "marts.spend_forecast"):
+    if not has_table(con, "marts.spend_forecast"):
         return '<p class="note">marts.spend_forecast is not in this warehouse yet.</p>'
     rows = _rows(con, "SELECT * FROM marts.spend_forecast WHERE scope = 'all' ORDER BY month, serving")
     if not rows:
@@ -549,7 +543,7 @@ def _forecast(con) -> str:
 
 
 def _capacity(con) -> str:
-    if not _exists(con, "marts.capacity_plan"):
+    if not has_table(con, "marts.capacity_plan"):
         return '<p class="note">marts.capacity_plan is not in this warehouse yet.</p>'
     rows = _rows(con, "SELECT * FROM marts.capacity_plan ORDER BY from_model, deployment")
     if not rows:
@@ -573,7 +567,7 @@ def _capacity(con) -> str:
 
 
 def _outlook(con) -> str:
-    if not _exists(con, "marts.breakeven_outlook"):
+    if not has_table(con, "marts.breakeven_outlook"):
         return '<p class="note">marts.breakeven_outlook is not in this warehouse yet.</p>'
     rows = _rows(con, "SELECT * FROM marts.breakeven_outlook ORDER BY model, to_model, threshold_usd_per_month, deployment")
     if not rows:
@@ -594,7 +588,7 @@ def _outlook(con) -> str:
 
 def _buying(con) -> str:
     """Each API model's three monthly costs and the cheapest (marts.buying_options)."""
-    if not _exists(con, "marts.buying_options"):
+    if not has_table(con, "marts.buying_options"):
         return '<p class="note">marts.buying_options is not in this warehouse yet.</p>'
     rows = _rows(con, "SELECT * FROM marts.buying_options ORDER BY on_demand_usd_per_month DESC, provider, model")
     if not rows:
@@ -623,7 +617,7 @@ def _bills(con) -> str:
     """What the providers billed against usage x price (marts.bill_reconciliation) per provider and model, over the
     days a bill covers, and the cloud invoices against the logs per provider and month (marts.invoice_mismatch)."""
     parts = []
-    if not _exists(con, "marts.bill_reconciliation"):
+    if not has_table(con, "marts.bill_reconciliation"):
         parts.append('<p class="note">marts.bill_reconciliation is not in this warehouse.</p>')
     else:
         rows = _rows(con, """
@@ -648,7 +642,7 @@ def _bills(con) -> str:
                   usd(r["billed"]) if r["days_billed"] else "no bill landed",
                   usd(r["computed"]), usd(r["difference"]), count(r["days_off"]), usd(r["unbilled"])]
                  for r in rows], {2, 3, 4, 5, 6, 7}))
-    if _exists(con, "marts.invoice_mismatch"):
+    if has_table(con, "marts.invoice_mismatch"):
         inv = _rows(con, """
             SELECT provider, month, invoice_usage_usd, invoice_net_usd, logs_usd, difference_usd, explained_usd,
                    unexplained_usd, unexplained_pct
@@ -699,9 +693,9 @@ def _quality(con) -> str:
                             [[r["folder"], r["field"], r["reason"], count(r["records"]), r["first_at"]] for r in q], {3}))
     else:
         parts.append('<p class="ok">Nothing quarantined: every record of every file was read.</p>')
-    if _exists(con, "ops.unknown_fields"):
+    if has_table(con, "ops.unknown_fields"):
         parts.append(_unknown_fields(con))
-    if _exists(con, "marts.unpriced_usage"):
+    if has_table(con, "marts.unpriced_usage"):
         up = _rows(con, """
             SELECT serving, coalesce(provider, node_id, '') AS source, reported_model,
                    reason || CASE WHEN reason = 'partially_priced' THEN ' (' || field || ' not priced)' ELSE '' END AS reason,
@@ -773,7 +767,7 @@ def burndown_chart(team: str, month: dt.date, points: list[tuple[dt.date, float]
 
 
 def _budgets(con) -> str:
-    if not _exists(con, "marts.budget_status"):
+    if not has_table(con, "marts.budget_status"):
         return '<p class="note">marts.budget_status is not in this warehouse yet.</p>'
     rows = _rows(con, "SELECT * FROM marts.budget_status WHERE month = (SELECT max(month) FROM marts.budget_status) ORDER BY team")
     if not rows:
@@ -807,7 +801,7 @@ def _budgets(con) -> str:
 
 def _budget_outlook(con) -> str:
     """The next three forecast months of each budgeted team (marts.budget_outlook: the chosen forecast)."""
-    if not _exists(con, "marts.budget_outlook"):
+    if not has_table(con, "marts.budget_outlook"):
         return ""
     rows = _rows(con, """
         SELECT * FROM marts.budget_outlook
@@ -862,7 +856,7 @@ def band_chart(rows: list[dict], metric: str) -> str:
 
 
 def _anomalies(con) -> str:
-    if not _exists(con, "marts.spend_anomalies"):
+    if not has_table(con, "marts.spend_anomalies"):
         return '<p class="note">marts.spend_anomalies is not in this warehouse yet.</p>'
     eps = _rows(con, """
         SELECT episode_id, metric, scope, scope_value, min(day) AS first_day, max(day) AS last_day, count(*) AS days,
@@ -898,7 +892,7 @@ def _anomalies(con) -> str:
 
 def _chargeback(con) -> str:
     """The latest month's cost centers, and its top API keys and users (marts.chargeback)."""
-    if not _exists(con, "marts.chargeback"):
+    if not has_table(con, "marts.chargeback"):
         return '<p class="note">marts.chargeback is not in this warehouse yet.</p>'
     month = _rows(con, "SELECT max(month) AS m FROM marts.chargeback")[0]["m"]
     if month is None:
@@ -927,7 +921,7 @@ def _chargeback(con) -> str:
 
 def _agent_runs(con) -> str:
     """The most expensive traced runs, each with its agent tree (marts.run_costs, marts.agent_runs)."""
-    if not _exists(con, "marts.run_costs") or not _exists(con, "marts.agent_runs"):
+    if not has_table(con, "marts.run_costs") or not has_table(con, "marts.agent_runs"):
         return '<p class="note">marts.run_costs is not in this warehouse yet.</p>'
     runs = _rows(con, "SELECT * FROM marts.run_costs ORDER BY cost_usd DESC, trace_id LIMIT 5")
     if not runs:

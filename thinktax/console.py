@@ -12,6 +12,7 @@ from rich.table import Table
 from pipelines import progress
 from thinktax.runner import RunOptions, RunOutcome, run_pipeline
 from warehouse.db import WarehouseBusy, read_only
+from warehouse.parts import has_table
 from warehouse.incremental import Scope
 
 err = Console(stderr=True)
@@ -114,7 +115,7 @@ def _unknown_fields_line(con) -> str | None:
     """The run summary's warning line on ops.unknown_fields (sources/fieldguard.py), or None."""
     from sources.fieldguard import SUMMARY_SQL, summary_line  # noqa: PLC0415
 
-    if not con.sql("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'ops' AND table_name = 'unknown_fields'").fetchall()[0][0]:
+    if not has_table(con, "ops.unknown_fields", views=False):
         return None
     files = con.sql("SELECT count(DISTINCT file_id) FROM ops.unknown_fields").fetchall()[0][0]
     return summary_line(con.sql(SUMMARY_SQL).fetchall(), files)
@@ -127,7 +128,7 @@ def print_summary(warehouse: Path, console: Console | None = None) -> None:
             "SELECT count(*), sum(rows_in), sum(rows_loaded), sum(rows_duplicate), sum(rows_quarantined) FROM ops.ingested_files"
         ).fetchall()[0]
         # after a Spark run the per-call tables live in Spark only: the span from the per-task mart
-        per_call = con.sql("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'core' AND table_name = 'call_costs'").fetchall()[0][0]
+        per_call = has_table(con, "core.call_costs", views=False)
         span = con.sql("SELECT min(day), max(day), count(*), count(DISTINCT task_id) FROM core.call_costs" if per_call else
                        "SELECT min(day), max(day), coalesce(sum(calls), 0), count(DISTINCT task_id) FROM marts.task_costs").fetchall()[0]
         spend = con.sql(

@@ -62,7 +62,7 @@ from functools import lru_cache
 import duckdb
 
 from warehouse import parts, sqltable
-from warehouse.parts import has_table
+from warehouse.parts import has_table, is_view
 from warehouse.sqltable import downstream  # the one downstream (issue 27); also imported from here
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
 
@@ -453,9 +453,7 @@ def restamp(con: duckdb.DuckDBPyConnection, table: str, build_id: str | None) ->
     so that every mart of a snapshot still carries the same build id."""
     if build_id is None or "build_id" not in _columns(con, table):
         return
-    schema, name = table.split(".")
-    if con.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ? AND table_type = 'VIEW'",
-                   [schema, name]).fetchall():
+    if is_view(con, table):
         return  # a view (marts.cost_per_task) shows its table's build ids
     con.execute(f"UPDATE {table} SET build_id = ? WHERE build_id IS DISTINCT FROM ?", [build_id, build_id])
 

@@ -74,13 +74,23 @@ class PartsDamaged(RuntimeError):
     """A Parquet file the published build lists is missing or not the size it was written with."""
 
 
-def has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    """Whether ``schema.table`` exists (a table or a view). Here, not in warehouse.incremental
-    (which re-exports it), so that the plan can ask this module without an import cycle."""
+def table_kind(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
+    """``'VIEW'``, ``'BASE TABLE'`` (information_schema's words) or None when ``schema.table`` does not
+    exist; the connection's own database first when an attached one has the same name. The one place the
+    code base asks (issue 43): ``has_table`` and ``is_view`` are this."""
     schema, name = table.split(".")
-    return con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?", [schema, name]
-    ).fetchall()[0][0] > 0
+    rows = con.execute(
+        "SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ? "
+        "ORDER BY table_catalog = current_database() DESC LIMIT 1", [schema, name]).fetchall()
+    return rows[0][0] if rows else None
+
+
+def has_table(con: duckdb.DuckDBPyConnection, table: str, *, views: bool = True) -> bool:
+    """Whether ``schema.table`` exists: a table or a view, or with ``views=False`` a table only (a per-call
+    table published as a view over its Parquet parts is then absent). Here, not in warehouse.incremental
+    (which re-exports it), so that the plan can ask this module without an import cycle."""
+    kind = table_kind(con, table)
+    return kind is not None and (views or kind != "VIEW")
 
 
 def parts_dir_for(published: Path) -> Path:
@@ -174,9 +184,8 @@ def view_sql(con: duckdb.DuckDBPyConnection, table: str, parts: Path) -> str:
 
 def _make_view(con: duckdb.DuckDBPyConnection, table: str, parts: Path) -> None:
     schema, name = table.split(".")
-    kind = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                       [schema, name]).fetchall()
-    if kind and kind[0][0] != "VIEW":
+    kind = table_kind(con, table)
+    if kind is not None and kind != "VIEW":
         if table in STAGED:  # its rows are in no file yet: stage() renames it, never drops it
             raise RuntimeError(f"{table} is a table: stage it (warehouse.parts.stage) before making its view")
         con.execute(f"DROP TABLE {table}")  # a table in the file before issue 26, or built without parts
@@ -338,9 +347,7 @@ def day_folders(con: duckdb.DuckDBPyConnection, table: str) -> dict[dt.date, Pat
 
 
 def is_view(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    schema, name = table.split(".")
-    return bool(con.execute("SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() "
-                            "AND schema_name = ? AND view_name = ?", [schema, name]).fetchall()[0][0])
+    return table_kind(con, table) == "VIEW"
 
 
 def staged_bounds(con: duckdb.DuckDBPyConnection, table: str, column: str) -> tuple[object, object] | None:

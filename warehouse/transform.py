@@ -203,10 +203,7 @@ def _write_in_batches(con: duckdb.DuckDBPyConnection, model: SqlTable, batches: 
 def _build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None) -> int:
     build_id = _build_id(con)
     if model.view:
-        schema, name = model.table.split(".")
-        kind = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                           [schema, name]).fetchall()
-        if kind and kind[0][0] != "VIEW":
+        if parts.has_table(con, model.table, views=False):
             con.execute(f"DROP TABLE {model.table}")  # it was a table in an older warehouse
         con.execute(f"CREATE OR REPLACE VIEW {model.table} AS {incremental.render(model.sql, scope, full=True)}")
         incremental.record(con, model.table, model.sql, "view", 0, build_id)
@@ -228,9 +225,7 @@ def _build(con: duckdb.DuckDBPyConnection, model: SqlTable, scope: Scope | None)
         return parts.rows(con, model.table)
     elif scope is None or scope.is_full(model.table) or model.incremental is None:
         parts.forget(con, model.table, build_id)
-        schema, name = model.table.split(".")
-        if con.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ? "
-                       "AND table_type = 'VIEW'", [schema, name]).fetchall():
+        if parts.is_view(con, model.table):
             con.execute(f"DROP VIEW {model.table}")  # it was a view in an older warehouse (core.calls until issue 17)
         con.execute(f"CREATE OR REPLACE TABLE {model.table} AS {incremental.render(model.sql, scope, full=True)}")
         incremental.record(con, model.table, model.sql, "full", 0, build_id)

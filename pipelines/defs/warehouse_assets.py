@@ -391,13 +391,9 @@ def _rebuilds(con, e, scope, changed: set[str]) -> bool:
     """Whether economics mart ``e`` is rebuilt, ``changed`` being the tables rebuilt or given new
     rows in this run. A mart the published warehouse lacks (built before it existed, or by a
     direct build of the SQL tables only) is built, never "kept"."""
-    return bool(scope.full or scope.tables is None or e.deps & changed or not _table_exists(con, e.table))
+    return bool(scope.full or scope.tables is None or e.deps & changed or not parts.has_table(con, e.table, views=False))
 
 
-def _table_exists(con, table: str) -> bool:
-    schema, name = table.split(".")
-    return con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-                       "AND schema_name = ? AND table_name = ?", [schema, name]).fetchall()[0][0] > 0
 
 
 def _publish(build_, thinktax: ThinktaxResource, engine: Engine) -> dict:
