@@ -28,7 +28,7 @@ def breakeven_alert(context: dg.AssetExecutionContext, config: AlertConfig, thin
     progress.report("alert", "break-even")
     try:
         as_of = dt.date.fromisoformat(config.as_of) if config.as_of else None
-        with thinktax.build(context.run.run_id).connect() as con:
+        with thinktax.build(context.op_execution_context.run_id).connect() as con:  # "EPHEMERAL" when invoked directly
             outcome = alert.evaluate(con, thinktax.config(), as_of=as_of, logger=context.log)
         meta = outcome.as_metadata()
     except Exception as exc:  # noqa: BLE001 - the alert must never fail the data run
