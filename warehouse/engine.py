@@ -23,6 +23,10 @@ engine the ``thinktax`` resource chooses (``[engine] kind`` in thinktax.toml, ``
    when the run is not published (a check failed, a step raised): the engine's tables are left as
    the last published run left them.
 
+One engine per run, owned by the run's ``thinktax`` resource (``ThinktaxResource.engine`` /
+``end_engine``; its Dagster teardown abandons an engine the run did not publish): no module-global
+registry, nothing closed by hand.
+
 What an engine hands back to the job (row counts, days, a check's offending rows, the ingest
 accounting) is plain Python -- ``int``, never a client library's numpy integer -- since it becomes
 Dagster metadata, which takes no numpy value (issue 46: Spark Connect's ``count()``). ``Rebuilt``,
@@ -121,33 +125,19 @@ if TYPE_CHECKING:  # the type checker (make lint) proves each adapter satisfies 
         return duck, spark
 
 
-# The engine of each build being run in this process: a Dagster run's steps run one after another
-# in one process (in_process_executor), so the ingest step's Spark session serves the models step.
-_OPEN: dict[str, Engine] = {}
-
-
 def open_engine(kind: str, build_id: str, *, warehouse: Path, spark_remote: str | None = None,
                 spark_warehouse: str | None = None, ingest: str = "spark",
                 progress: Callable[[str], None] | None = None) -> Engine:
-    """The engine of build ``build_id`` (made on first use; the same object for every step)."""
+    """A new engine for build ``build_id``. Its owner keeps it for the run and ends it: the Dagster resource
+    (pipelines/defs/resources.py ``ThinktaxResource``) holds one per run, its steps share it (the ingest
+    step's Spark session serves the models step), and its teardown abandons one the run did not publish."""
     if kind not in KINDS:
         raise ValueError(f"engine kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    eng = _OPEN.get(build_id)
-    if eng is not None and eng.kind == kind:
-        return eng
     if kind == "duckdb":
-        eng = DuckDBEngine()
-    else:
-        from warehouse.spark.engine import SparkEngine  # noqa: PLC0415 - pyspark only when chosen
+        return DuckDBEngine()
+    from warehouse.spark.engine import SparkEngine  # noqa: PLC0415 - pyspark only when chosen
 
-        # absolute: a Spark Connect server resolves a relative LOCATION against its own folder, not ours
-        folder = Path(spark_warehouse) if spark_warehouse else warehouse.parent / "spark"
-        eng = SparkEngine(build_id, warehouse=warehouse, remote=spark_remote or None, spark_warehouse=folder.resolve(),
-                          ingest=ingest, progress=progress)
-    _OPEN[build_id] = eng
-    return eng
-
-
-def close_engine(build_id: str) -> None:
-    """Forget build ``build_id``'s engine (after publish or abandon)."""
-    _OPEN.pop(build_id, None)
+    # absolute: a Spark Connect server resolves a relative LOCATION against its own folder, not ours
+    folder = Path(spark_warehouse) if spark_warehouse else warehouse.parent / "spark"
+    return SparkEngine(build_id, warehouse=warehouse, remote=spark_remote or None, spark_warehouse=folder.resolve(),
+                       ingest=ingest, progress=progress)

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import dagster as dg
+from pydantic import PrivateAttr
 
 from pipelines import progress
 from services.config import Config, load_config, resolve_paths
@@ -45,13 +46,34 @@ class ThinktaxResource(dg.ConfigurableResource):
         """The build file of this run (one per Dagster run)."""
         return Build(self.warehouse_file, run_id.split("-")[0])
 
+    # The engine of the run being executed, owned here (issue 43): Dagster makes this resource once per run
+    # for the in-process executor the job uses (pipelines/defs/jobs.py), so every step gets the same engine,
+    # and its teardown ends the run's engine whatever happened (an engine not published is abandoned).
+    _engine: Engine | None = PrivateAttr(default=None)
+    _engine_build: str | None = PrivateAttr(default=None)
+
     def engine(self, build: Build, cfg: Config | None = None) -> Engine:
-        """The engine of this run's build (the same object in every step of the run)."""
+        """The engine of this run's build (made on first use; the same object in every step of the run)."""
+        if self._engine is not None and self._engine_build == build.build_id:
+            return self._engine
+        self.end_engine(published=False)  # another build's (not expected within one run): not published
         cfg = cfg or self.config()
-        return open_engine(self.engine_kind or cfg.engine.kind, build.build_id, warehouse=self.warehouse_file,
-                           spark_remote=self.spark_remote or cfg.engine.spark_remote or None,
-                           spark_warehouse=self.spark_warehouse or cfg.engine.spark_warehouse or None,
-                           ingest=cfg.engine.ingest, progress=lambda line: progress.report("spark", line))
+        self._engine = open_engine(self.engine_kind or cfg.engine.kind, build.build_id, warehouse=self.warehouse_file,
+                                   spark_remote=self.spark_remote or cfg.engine.spark_remote or None,
+                                   spark_warehouse=self.spark_warehouse or cfg.engine.spark_warehouse or None,
+                                   ingest=cfg.engine.ingest, progress=lambda line: progress.report("spark", line))
+        self._engine_build = build.build_id
+        return self._engine
+
+    def end_engine(self, *, published: bool) -> None:
+        """The run's engine is done: after ``publish()`` (``published``), or not published, when it is
+        abandoned (the engine's tables left as the last published run left them). Then it is let go."""
+        engine, self._engine, self._engine_build = self._engine, None, None
+        if engine is not None and not published:
+            engine.abandon()
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        self.end_engine(published=False)  # a run that ended before publishing (a failed or skipped step)
 
 
 @dg.definitions

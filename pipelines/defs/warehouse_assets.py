@@ -52,7 +52,7 @@ from pipelines.defs.resources import ThinktaxResource
 from warehouse import comments, expectations, incremental, parts
 from warehouse.checks import SqlCheck, load_checks
 from warehouse.days import DAY_SOURCES, record_new_file_days, run_days
-from warehouse.engine import Engine, close_engine
+from warehouse.engine import Engine
 from warehouse.rebuild import Rebuilt
 from warehouse.transform import load_tables
 
@@ -188,8 +188,7 @@ def ingest_landing(context: dg.AssetExecutionContext, config: IngestConfig, thin
     try:
         yield from _ingest(context, config, thinktax, cfg, build_, engine)
     except BaseException:
-        engine.abandon()
-        close_engine(build_.build_id)
+        thinktax.end_engine(published=False)
         raise
 
 
@@ -292,8 +291,7 @@ with warnings.catch_warnings():
         try:
             yield from _models(context, config, thinktax, build_, engine)
         except BaseException:
-            engine.abandon()
-            close_engine(build_.build_id)
+            thinktax.end_engine(published=False)
             raise
 
 
@@ -341,8 +339,7 @@ def _models(context, config, thinktax, build_, engine: Engine) -> Iterator:
             yield dg.MaterializeResult(asset_key=key_of(m.table), metadata=meta)
             yield from _model_checks(m.table, checks, con, failed, engine)
         if failed:
-            engine.abandon()
-            close_engine(build_.build_id)
+            thinktax.end_engine(published=False)
             return  # Dagster fails the step on the failed blocking check; nothing is alerted or published
         # the economics (models/, Python on small rows) and the alert read the DuckDB build
         engine.to_control(con)
@@ -409,5 +406,5 @@ def _publish(build_, thinktax: ThinktaxResource, engine: Engine) -> dict:
         ).fetchall()[0][0]
     path = build_.publish(files_new=new_files, landing=str(thinktax.landing_source))
     engine.publish()
-    close_engine(build_.build_id)
+    thinktax.end_engine(published=True)
     return {"path": str(path), "bytes": path.stat().st_size, "build_id": build_.build_id, "engine": engine.kind}

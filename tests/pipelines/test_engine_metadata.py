@@ -152,12 +152,46 @@ def test_a_relative_spark_warehouse_reaches_the_engine_absolute(tmp_path, monkey
     against its own folder, so the engine gets the path resolved here, where the user typed it
     (found running `thinktax run --spark-remote ... --spark-warehouse spark-files` in issue 46:
     "UNABLE_TO_INFER_SCHEMA" for the server looked in its own folder)."""
-    from warehouse.engine import close_engine, open_engine
+    from warehouse.engine import open_engine
 
     monkeypatch.chdir(tmp_path)
     eng = open_engine("spark", "rel1", warehouse=tmp_path / "wh" / "thinktax.duckdb", spark_remote="sc://127.0.0.1:1",
                       spark_warehouse="spark-files")
-    try:
-        assert eng.spark_warehouse == tmp_path.resolve() / "spark-files"
-    finally:
-        close_engine("rel1")
+    assert eng.spark_warehouse == tmp_path.resolve() / "spark-files"
+
+
+class _Recorder:
+    """An engine that records what its owner asked of it."""
+
+    kind = "duckdb"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def abandon(self) -> None:
+        self.calls.append("abandon")
+
+
+def test_the_resource_owns_the_runs_engine_and_its_teardown_abandons_one_not_published(tmp_path, monkeypatch):
+    """Issue 43: no module-global registry; the run's ThinktaxResource makes the engine once per build, every
+    step gets the same object, and the end of the run abandons an engine that was not published (once)."""
+    import pipelines.defs.resources as resources
+    from warehouse.db import Build
+
+    made: list[_Recorder] = []
+    monkeypatch.setattr(resources, "open_engine", lambda *a, **k: made.append(_Recorder()) or made[-1])
+    res = resources.ThinktaxResource(landing=str(tmp_path / "landing"), warehouse=str(tmp_path / "wh.duckdb"),
+                                     engine_kind="duckdb")
+    build = Build(tmp_path / "wh.duckdb", "b1")
+    first = res.engine(build)
+    assert res.engine(build) is first and len(made) == 1  # the ingest and models steps share it
+    res.teardown_after_execution(None)
+    assert first.calls == ["abandon"]
+    res.teardown_after_execution(None)  # already let go: not abandoned twice
+    assert first.calls == ["abandon"]
+
+    second = res.engine(build)
+    assert second is not first  # a new run's engine
+    res.end_engine(published=True)  # the publish step
+    res.teardown_after_execution(None)
+    assert second.calls == []  # a published engine is never abandoned

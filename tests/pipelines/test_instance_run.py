@@ -120,18 +120,19 @@ def test_failed_check_is_not_retried_and_notifies_once(tmp_path: Path, monkeypat
         with Receiver() as rx:
             toml = config_file(tmp_path / "thinktax.toml", rx.url, threshold=0)
             resources = {"thinktax": ThinktaxResource(config_path=str(toml))}
-            ctx = dg.build_run_status_sensor_context(
-                sensor_name="notify_run_failure", dagster_event=event, dagster_instance=instance,
-                dagster_run=run, resources=resources).for_run_failure()
-            notify_run_failure(ctx)
+            # the resource tears down the run's engine, so Dagster builds it as a context manager
+            with dg.build_run_status_sensor_context(
+                    sensor_name="notify_run_failure", dagster_event=event, dagster_instance=instance,
+                    dagster_run=run, resources=resources) as ctx:
+                notify_run_failure(ctx.for_run_failure())
             assert rx.posts == 1
             assert "failed (days 2025-04-30, reason STEP_FAILURE)" in rx.bodies[0]["text"]
             assert rx.bodies[0]["run_id"] == run.run_id
             # a run Dagster will retry is not announced (its retry is, if it fails too)
             instance.add_run_tags(run.run_id, {"dagster/will_retry": "true"})
             retried = instance.get_run_by_id(run.run_id)
-            ctx = dg.build_run_status_sensor_context(
-                sensor_name="notify_run_failure", dagster_event=event, dagster_instance=instance,
-                dagster_run=retried, resources=resources).for_run_failure()
-            notify_run_failure(ctx)
+            with dg.build_run_status_sensor_context(
+                    sensor_name="notify_run_failure", dagster_event=event, dagster_instance=instance,
+                    dagster_run=retried, resources=resources) as ctx:
+                notify_run_failure(ctx.for_run_failure())
             assert rx.posts == 1
