@@ -65,6 +65,8 @@ import duckdb
 from sources.contract import ANOMALY_SCOPES
 
 SPEND_ANOMALIES = "marts.spend_anomalies"
+# what it reads (warehouse/economics.py INPUTS says why declared here)
+INPUTS: dict[str, frozenset[str]] = {SPEND_ANOMALIES: frozenset({"ops.settings", "core.call_costs", "stg.anomaly_feedback"})}
 
 # The scopes a series is kept for: scope name -> the core.call_costs column holding its value, declared
 # once in sources/contract.py (the feedback file is checked against it at staging).

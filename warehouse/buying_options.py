@@ -50,6 +50,11 @@ from models.breakeven import quantize_usd
 from warehouse.economics import USD6, Built, _finish, _records, _write
 
 BUYING_OPTIONS = "marts.buying_options"
+# what it reads (warehouse/economics.py INPUTS says why declared here): two Python marts' tables among them
+INPUTS: dict[str, frozenset[str]] = {
+    BUYING_OPTIONS: frozenset({"ops.settings", "core.call_costs", "marts.commitments", "marts.self_host_breakeven",
+                               "marts.spend_forecast"}),
+}
 MTOK = Decimal(1_000_000)
 
 BUYING_OPTIONS_SCHEMA = pa.schema([

@@ -29,14 +29,20 @@ import shutil
 from collections.abc import Callable, Sequence
 
 from sources.contract import ANOMALY_SCOPES
+from warehouse import anomalies, buying_options, economics, outlook
 from warehouse.sqltable import load_tables
 
 log = logging.getLogger("thinktax.spark")
 
-# small core tables copied whole: what the economics read, and the price histories the next
-# incremental plan compares a new price sheet with (warehouse/incremental.py price_change_from)
-CORE_SMALL = ("core.call_profiles", "core.dim_models", "core.dim_deployments", "core.gpu_price_versions",
-              "core.llm_price_versions")
+# every Python mart's inputs, as declared next to its builder (warehouse/economics.py INPUTS; the Dagster
+# assets take their deps from the same declarations)
+PYTHON_MART_INPUTS: dict[str, frozenset[str]] = economics.INPUTS | outlook.INPUTS | buying_options.INPUTS | anomalies.INPUTS
+# the per-call core tables: brought over as the columns the economics read (below), not whole
+PER_CALL = ("core.call_costs", "core.calls")
+# small core tables copied whole: what the economics read (derived from their inputs), and the price
+# histories the next incremental plan compares a new price sheet with (warehouse/incremental.py price_change_from)
+CORE_SMALL = (*sorted({t for deps in PYTHON_MART_INPUTS.values() for t in deps
+                       if t.startswith("core.") and t not in PER_CALL}), "core.llm_price_versions")
 # what the economics (warehouse/economics.py, warehouse/outlook.py, warehouse/buying_options.py) and the
 # alert read of core.call_costs (buying_options: provider, the on-demand cost and the token buckets)
 # marts.spend_anomalies (warehouse/anomalies.py) reads price_basis, thinking_cost_usd and the columns of its scopes
