@@ -48,8 +48,14 @@ import pyarrow as pa
 
 from models.breakeven import quantize_usd
 from warehouse.economics import USD6, Built, _finish, _records, _write
+from warehouse.parts import has_table
 
 BUYING_OPTIONS = "marts.buying_options"
+# what it reads (warehouse/economics.py INPUTS says why declared here): two Python marts' tables among them
+INPUTS: dict[str, frozenset[str]] = {
+    BUYING_OPTIONS: frozenset({"ops.settings", "core.call_costs", "marts.commitments", "marts.self_host_breakeven",
+                               "marts.spend_forecast"}),
+}
 MTOK = Decimal(1_000_000)
 
 BUYING_OPTIONS_SCHEMA = pa.schema([
@@ -96,12 +102,6 @@ ORDER BY provider, model
 """
 
 
-def _has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    schema, name = table.split(".")
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                            [schema, name]).fetchall()[0][0])
-
-
 def _ceil(x: Decimal | None) -> int | None:
     return None if x is None else math.ceil(x)
 
@@ -124,7 +124,7 @@ def buying_options_rows(con: duckdb.DuckDBPyConnection, skipped: list[str]) -> l
     window = {(r["provider"], r["model"]): r for r in _records(con, _WINDOW_SQL)}
 
     provisioned: dict[tuple[str, str], dict[str, Any]] = {}
-    if _has(con, "marts.commitments"):
+    if has_table(con, "marts.commitments"):
         month = last_day.replace(day=1)
         for r in _records(con, """
                 SELECT provider, model, source, month, usd_per_month FROM marts.commitments
@@ -136,7 +136,7 @@ def buying_options_rows(con: duckdb.DuckDBPyConnection, skipped: list[str]) -> l
             provisioned[(r["provider"], r["model"])] = r
 
     self_host: dict[str, dict[str, Any]] = {}
-    if _has(con, "marts.self_host_breakeven"):
+    if has_table(con, "marts.self_host_breakeven"):
         for r in _records(con, """
                 SELECT core.cloud_model_key(model) AS model, deployment, self_host_usd_per_month, capacity_calls_per_month
                 FROM marts.self_host_breakeven
@@ -146,7 +146,7 @@ def buying_options_rows(con: duckdb.DuckDBPyConnection, skipped: list[str]) -> l
             self_host[r["model"]] = r
 
     growth: dict[str, tuple[dt.date, Decimal]] = {}
-    if _has(con, "marts.spend_forecast"):
+    if has_table(con, "marts.spend_forecast"):
         next_month = (last_day.replace(day=1) + dt.timedelta(days=32)).replace(day=1)
         paid: dict[str, Decimal] = {}
         for r in window.values():

@@ -74,6 +74,20 @@ log = logging.getLogger(__name__)
 
 GPU_SIZING = "marts.gpu_sizing"
 SELF_HOST_BREAKEVEN = "marts.self_host_breakeven"
+DEPLOYMENT_OFFERS = "marts.deployment_offers"  # built in warehouse/outlook.py; the break-even reads it
+
+# What each Python mart reads (issue 43 item 2): the one declaration of a mart's inputs, here and next
+# to the builders of warehouse/outlook.py, buying_options.py and anomalies.py (their INPUTS). Dagster's
+# deps (pipelines/defs/economics_assets.py) and the core tables a Spark run brings into the DuckDB build
+# (warehouse/spark/economics.py) are taken from them. A mart that needs another Python mart's figures
+# reads its table (built before it in the run) and lists it, rather than computing them again.
+# (marts.effective_rates: the invoice's net rates of ``net_rate_sql``.)
+INPUTS: dict[str, frozenset[str]] = {
+    GPU_SIZING: frozenset({"ops.settings", "core.call_profiles", "core.dim_models", "core.dim_deployments"}),
+    SELF_HOST_BREAKEVEN: frozenset({"ops.settings", "core.call_profiles", "core.dim_models", "core.dim_deployments",
+                                    "core.gpu_price_versions", "core.call_costs", "marts.effective_rates",
+                                    DEPLOYMENT_OFFERS}),
+}
 DEFAULT_PRECISION = "bf16"
 PROFILES = ("p50", "p95")
 
@@ -451,6 +465,26 @@ def offers(con: duckdb.DuckDBPyConnection, cands: list[Candidate], hours: Decima
     return rows, used
 
 
+def used_offers(con: duckdb.DuckDBPyConnection, cands: list[Candidate], hours: Decimal,
+                build_id: str | None) -> dict[str, tuple[Decimal, str, str | None]]:
+    """Per deployment ``(usd_per_gpu_hour, source, offer)`` as the break-even takes it (``offers``):
+    its own price, else the offer ``marts.deployment_offers`` marks ``is_used``, read from that table
+    (built earlier in the run). Computed by ``offers`` only where the build has no such table (a
+    builder called on its own, as by a test)."""
+    if not has_table(con, DEPLOYMENT_OFFERS):
+        return offers(con, cands, hours, build_id)[1]
+    marked = {d: (p, o) for d, p, o in con.execute(
+        f"SELECT deployment, usd_per_gpu_hour, offer FROM {DEPLOYMENT_OFFERS} WHERE is_used").fetchall()}
+    used: dict[str, tuple[Decimal, str, str | None]] = {}
+    for c in cands:
+        if c.usd_per_gpu_hour is not None:
+            used[c.deployment] = (Decimal(c.usd_per_gpu_hour), "deployment", None)
+        elif c.deployment in marked:
+            price, offer = marked[c.deployment]
+            used[c.deployment] = (price, "gpu_price_sheet", offer)
+    return used
+
+
 def build_self_host_breakeven(con: duckdb.DuckDBPyConnection) -> Built:
     """(Re)create ``marts.self_host_breakeven``; returns its row count and what was left out."""
     built = Built(SELF_HOST_BREAKEVEN)
@@ -458,7 +492,7 @@ def build_self_host_breakeven(con: duckdb.DuckDBPyConnection) -> Built:
     cands = candidates(con, built.skipped)
     # the offer each deployment takes (marts.deployment_offers: an instance that holds its GPUs),
     # else the cheapest on-demand price of its provider and GPU
-    _, used = offers(con, cands, hours, build_id)
+    used = used_offers(con, cands, hours, build_id)
     prices: dict = on_demand_offers(con) | {name: (p, o) for name, (p, src, o) in used.items() if src == "gpu_price_sheet"}
     rows = self_host_breakeven_rows(cands, call_profiles(con), api_months(con), prices,
                                     hours, build_id, built.skipped)

@@ -53,13 +53,12 @@ from models.sizing import size
 from models.spec import CallProfile
 from models.throughput import estimate_throughput
 from warehouse.economics import (
-    USD6, Built, Candidate, _finish, _records, _settings, _write, api_months, call_profiles, candidates,
-    net_rate_sql, offers,
+    DEPLOYMENT_OFFERS, USD6, Built, Candidate, _finish, _records, _settings, _write, api_months, call_profiles,
+    candidates, net_rate_sql, offers, used_offers,
 )
 from warehouse.incremental import has_table
 
 SPEND_FORECAST = "marts.spend_forecast"
-DEPLOYMENT_OFFERS = "marts.deployment_offers"
 PEAK_CAPACITY = "marts.peak_capacity"
 SUBSTITUTION_BREAKEVEN = "marts.substitution_breakeven"
 BREAKEVEN_OUTLOOK = "marts.breakeven_outlook"
@@ -69,6 +68,23 @@ DEFAULT_MAX_QUEUE_SECONDS = 10.0
 BUSIEST_HOURS = 3
 DEFAULT_HORIZON_MONTHS = 12
 PEAK_WINDOW_DAYS = 30
+
+_CANDIDATES = frozenset({"core.dim_models", "core.dim_deployments"})  # economics.candidates
+_PAIRS = _CANDIDATES | {"core.call_costs", "stg.substitutions"}      # pairs: reasoning API models, substitutions
+# What each mart of this module reads (warehouse/economics.py INPUTS says why they are declared):
+# a mart that needs another's figures reads its table (peak_capacity -> capacity_plan -> breakeven_outlook;
+# deployment_offers -> substitution_breakeven, breakeven_outlook), so each is computed once per run
+INPUTS: dict[str, frozenset[str]] = {
+    SPEND_FORECAST: frozenset({"ops.settings", "marts.daily_spend", "core.call_costs", "marts.effective_rates"}),
+    BUDGET_OUTLOOK: frozenset({"ops.settings", SPEND_FORECAST, "stg.budgets"}),
+    DEPLOYMENT_OFFERS: frozenset({"ops.settings", "core.gpu_price_versions"}) | _CANDIDATES,
+    PEAK_CAPACITY: frozenset({"ops.settings", "marts.peak_concurrency", "core.call_profiles"}) | _PAIRS,
+    CAPACITY_PLAN: frozenset({"ops.settings", PEAK_CAPACITY, "core.call_profiles", "core.calls"}) | _PAIRS,
+    SUBSTITUTION_BREAKEVEN: frozenset({"ops.settings", "core.call_profiles", "marts.effective_rates",
+                                       DEPLOYMENT_OFFERS}) | _PAIRS,
+    BREAKEVEN_OUTLOOK: frozenset({"ops.settings", SPEND_FORECAST, PEAK_CAPACITY, CAPACITY_PLAN, DEPLOYMENT_OFFERS,
+                                  "marts.effective_rates"}) | _PAIRS,
+}
 
 SPEND_FORECAST_SCHEMA = pa.schema([
     ("month", pa.date32()), ("scope", pa.string()), ("scope_value", pa.string()), ("serving", pa.string()),
@@ -383,6 +399,15 @@ def peak_capacity_rows(con, pair_list, profiles, build_id) -> tuple[list[dict[st
     return rows, by_key
 
 
+def peak_capacity_by_key(con, pair_list, profiles, build_id) -> dict[tuple[str, str], dict[str, Any]]:
+    """``(from_model, deployment) -> marts.peak_capacity's row``, read from that table (built earlier in
+    the run); computed (``peak_capacity_rows`` on ``profiles``, else call_profiles) only where the build
+    has no such table (a builder called on its own, as by a test)."""
+    if not _has(con, PEAK_CAPACITY):
+        return peak_capacity_rows(con, pair_list, call_profiles(con) if profiles is None else profiles, build_id)[1]
+    return {(r["from_model"], r["deployment"]): r for r in _records(con, f"SELECT * FROM {PEAK_CAPACITY}")}
+
+
 def build_peak_capacity(con: duckdb.DuckDBPyConnection) -> Built:
     built = Built(PEAK_CAPACITY)
     _, build_id = _settings(con)
@@ -440,7 +465,7 @@ def busiest_hours(con: duckdb.DuckDBPyConnection, end: dt.date) -> dict[str, lis
 
 def capacity_plan_rows(con, pair_list, profiles, build_id) -> tuple[list[dict[str, Any]], dict[tuple[str, str], dict]]:
     """marts.capacity_plan (module docstring of models/capacity.py for the queue; one row per pair)."""
-    _, peak = peak_capacity_rows(con, pair_list, profiles, build_id)
+    peak = peak_capacity_by_key(con, pair_list, profiles, build_id)
     end = con.execute("SELECT max(day) FROM core.call_costs").fetchall()[0][0]
     target = _setting_float(con, "capacity_max_queue_seconds", DEFAULT_MAX_QUEUE_SECONDS)
     # a build without core.calls has no replay: the plan is the peak sizing and says so (sizing_basis
@@ -506,6 +531,15 @@ def capacity_plan_rows(con, pair_list, profiles, build_id) -> tuple[list[dict[st
     return rows, by_key
 
 
+def capacity_plan_by_key(con, pair_list, build_id) -> dict[tuple[str, str], dict[str, Any]]:
+    """``(from_model, deployment) -> {'replicas_needed': ...}`` of marts.capacity_plan, read from that table
+    (built earlier in the run); replayed (``capacity_plan_rows``) only where the build has no such table."""
+    if not _has(con, CAPACITY_PLAN):
+        return capacity_plan_rows(con, pair_list, call_profiles(con), build_id)[1]
+    return {(r["from_model"], r["deployment"]): r
+            for r in _records(con, f"SELECT from_model, deployment, replicas_needed FROM {CAPACITY_PLAN}")}
+
+
 def build_capacity_plan(con: duckdb.DuckDBPyConnection) -> Built:
     built = Built(CAPACITY_PLAN)
     _, build_id = _settings(con)
@@ -520,7 +554,7 @@ def substitution_breakeven_rows(con, cands, hours, build_id, skipped) -> list[di
     months: dict[str, list[tuple[dt.date, int, Decimal, Decimal, str]]] = {}
     for model_key, month, calls, spend, list_spend, basis in api_months(con):
         months.setdefault(model_key, []).append((month, int(calls), Decimal(spend), Decimal(list_spend), basis))
-    _, used = offers(con, cands, hours, build_id)
+    used = used_offers(con, cands, hours, build_id)
     rows = []
     for src, c, tr, orr in [p for p in pairs(con, cands) if p[0] != p[1].model_key]:
         if c.deployment not in used:
@@ -594,9 +628,10 @@ def breakeven_outlook_rows(con: duckdb.DuckDBPyConnection, build_id: str | None,
     hours, _ = _settings(con)
     cands = candidates(con, skipped)
     pair_list = pairs(con, cands)
-    _, capacity = peak_capacity_rows(con, pair_list, call_profiles(con), build_id)
-    _, plan = capacity_plan_rows(con, pair_list, call_profiles(con), build_id)
-    _, used = offers(con, cands, hours, build_id)
+    # the peak, the queueing plan and the offers: their marts' tables, built before this one
+    capacity = peak_capacity_by_key(con, pair_list, None, build_id)
+    plan = capacity_plan_by_key(con, pair_list, build_id)
+    used = used_offers(con, cands, hours, build_id)
     fc: dict[str, list[dict[str, Any]]] = {}
     fc_basis: dict[str, str] = {}
     if _has(con, SPEND_FORECAST):

@@ -18,6 +18,7 @@ import dagster as dg
 import duckdb
 
 from models import forecast
+from warehouse import anomalies, buying_options, economics, outlook
 from warehouse.anomalies import build_spend_anomalies
 from warehouse.buying_options import build_buying_options
 from warehouse.economics import Built, build_gpu_sizing, build_self_host_breakeven
@@ -51,23 +52,33 @@ class PythonMart:
 
 EconomicsModel = PythonMart  # the name before issue 27
 
+# each mart's inputs, declared once next to its builder (warehouse/economics.py INPUTS): Dagster's lineage
+# is what the builders read, Python marts' tables included (a mart reads another's table, never recomputes it)
+INPUTS: dict[str, frozenset[str]] = economics.INPUTS | outlook.INPUTS | buying_options.INPUTS | anomalies.INPUTS
+
+# in the order they are built (here and on a Spark run, warehouse/spark/economics.py build_economics): a mart
+# after every Python mart it reads (checked below)
 ECONOMICS = (
     PythonMart(
-        "marts.gpu_sizing", frozenset({"ops.settings", "core.call_profiles", "core.dim_models", "core.dim_deployments"}),
+        "marts.gpu_sizing", INPUTS["marts.gpu_sizing"],
         "Whether and how each deployment's model fits its GPU set-up, on the model's observed p50 and "
         "p95 call profiles (newest month). grain: model x gpu_type x gpus x precision x profile.",
         build_gpu_sizing,
     ),
     PythonMart(
-        "marts.self_host_breakeven",
-        frozenset({"ops.settings", "core.call_profiles", "core.dim_models", "core.dim_deployments",
-                   "core.gpu_price_versions", "core.call_costs"}),
+        "marts.deployment_offers", INPUTS["marts.deployment_offers"],
+        "Every GPU price sheet row in force that can host each deployment, its monthly cost and rank; is_used marks "
+        "the cheapest on-demand offer a deployment without its own price takes. grain: deployment x offer.",
+        build_deployment_offers,
+    ),
+    PythonMart(
+        "marts.self_host_breakeven", INPUTS["marts.self_host_breakeven"],
         "Self-hosting each candidate deployment against the model's observed API calls and spend: cost, "
         "capacity, deployments needed, break-even volume, savings, verdict. grain: month x model x deployment.",
         build_self_host_breakeven,
     ),
     PythonMart(
-        "marts.spend_forecast", frozenset({"ops.settings", "marts.daily_spend", "core.call_costs"}),
+        "marts.spend_forecast", INPUTS["marts.spend_forecast"],
         "API and self-hosted spend forecast per month for all, each team and each model, with 80 % and 95 % "
         "intervals (chosen per series by a rolling-origin backtest on month totals across the daily and monthly grains: "
         "naive, drift, trends, ETS, Theta, ARIMA; statsmodels). grain: month x scope x scope_value x serving.",
@@ -75,63 +86,45 @@ ECONOMICS = (
         warm=forecast.prewarm,
     ),
     PythonMart(
-        "marts.budget_outlook", frozenset({"ops.settings", "marts.spend_forecast", "stg.budgets"}),
+        "marts.budget_outlook", INPUTS["marts.budget_outlook"],
         "Each budgeted team's forecast months (marts.spend_forecast, team scope, API + self-hosted) against its "
         "monthly budget: expected status and whether the 95 % upper bound exceeds it. grain: team x month.",
         build_budget_outlook,
     ),
     PythonMart(
-        "marts.deployment_offers",
-        frozenset({"ops.settings", "core.dim_models", "core.dim_deployments", "core.gpu_price_versions"}),
-        "Every GPU price sheet row in force that can host each deployment, its monthly cost and rank; is_used marks "
-        "the cheapest on-demand offer a deployment without its own price takes. grain: deployment x offer.",
-        build_deployment_offers,
-    ),
-    PythonMart(
-        "marts.peak_capacity",
-        frozenset({"ops.settings", "marts.peak_concurrency", "core.call_profiles", "core.dim_models",
-                   "core.dim_deployments", "stg.substitutions", "core.call_costs"}),
+        "marts.peak_capacity", INPUTS["marts.peak_capacity"],
         "Deployments needed to hold the p99 hour of concurrent calls of the last 30 days at the p95 call profile. "
         "grain: deployment x from_model.",
         build_peak_capacity,
     ),
     PythonMart(
-        "marts.capacity_plan",
-        frozenset({"ops.settings", "marts.peak_concurrency", "core.call_profiles", "core.dim_models",
-                   "core.dim_deployments", "stg.substitutions", "core.call_costs", "core.calls"}),
+        "marts.capacity_plan", INPUTS["marts.capacity_plan"],
         "Replicas (and GPUs) that keep the p95 / p99 queueing delay of the busiest observed hours, replayed through "
         "the deployment's KV slots, under [capacity] max_queue_seconds; next to the peak-concurrency sizing. "
         "grain: deployment x from_model.",
         build_capacity_plan,
     ),
     PythonMart(
-        "marts.substitution_breakeven",
-        frozenset({"ops.settings", "core.call_profiles", "core.dim_models", "core.dim_deployments",
-                   "core.gpu_price_versions", "core.call_costs", "stg.substitutions"}),
+        "marts.substitution_breakeven", INPUTS["marts.substitution_breakeven"],
         "Break-even of moving an API model's traffic to a self-hosted deployment of another model, token volumes "
         "scaled by catalog/substitutions.csv. grain: month x from_model x to_model x deployment.",
         build_substitution_breakeven,
     ),
     PythonMart(
-        "marts.breakeven_outlook",
-        frozenset({"ops.settings", "marts.spend_forecast", "marts.peak_concurrency", "core.call_profiles",
-                   "core.dim_models", "core.dim_deployments", "core.gpu_price_versions", "core.call_costs",
-                   "stg.substitutions", "core.calls"}),
+        "marts.breakeven_outlook", INPUTS["marts.breakeven_outlook"],
         "The month forecast API spend first reaches the monthly cost of the deployments the peak or the queue needs (expected, "
         "earliest = upper 95 % bound, latest = lower 95 % bound). grain: model x to_model x deployment.",
         build_breakeven_outlook,
     ),
     PythonMart(
-        "marts.buying_options",
-        frozenset({"ops.settings", "core.call_costs", "marts.commitments", "marts.self_host_breakeven",
-                   "marts.spend_forecast"}),
+        "marts.buying_options", INPUTS["marts.buying_options"],
         "Each API model's three ways to buy side by side: on demand, provisioned throughput (marts.commitments) and "
         "self-hosted (marts.self_host_breakeven), monthly at the observed and the forecast volume, the cheapest, and "
         "the volumes at which the fixed options overtake on demand. grain: provider x model.",
         build_buying_options,
     ),
     PythonMart(
-        "marts.spend_anomalies", frozenset({"ops.settings", "core.call_costs", "stg.anomaly_feedback"}),
+        "marts.spend_anomalies", INPUTS["marts.spend_anomalies"],
         "Spend, calls and reasoning tokens per call of every series (all, team, model, task type) against a robust "
         "baseline (median / MAD of the same day type over [anomaly] adapt_days): band, impact in USD and %, anomaly "
         "episodes, root cause, feedback. grain: day x metric x scope x scope_value.",
@@ -139,6 +132,21 @@ ECONOMICS = (
     ),
 )
 
+
+
+def _in_input_order(marts: tuple[PythonMart, ...]) -> tuple[PythonMart, ...]:
+    """``marts``, checked to list each after the Python marts whose tables it reads (a run builds them in
+    this order, and a mart rebuilt reads its inputs' tables of this run)."""
+    seen: set[str] = set()
+    for m in marts:
+        early = {d for d in m.deps if d in {x.table for x in marts}} - seen
+        if early:
+            raise ValueError(f"{m.table} reads {sorted(early)}, built after it: ECONOMICS is out of order")
+        seen.add(m.table)
+    return marts
+
+
+ECONOMICS = _in_input_order(ECONOMICS)
 
 SPEND_ANOMALIES = dg.AssetKey(["marts", "spend_anomalies"])
 ANOMALY_CHECK = "no_recent_anomaly"

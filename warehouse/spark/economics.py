@@ -29,14 +29,20 @@ import shutil
 from collections.abc import Callable, Sequence
 
 from sources.contract import ANOMALY_SCOPES
+from warehouse import anomalies, buying_options, economics, outlook, parts
 from warehouse.sqltable import load_tables
 
 log = logging.getLogger("thinktax.spark")
 
-# small core tables copied whole: what the economics read, and the price histories the next
-# incremental plan compares a new price sheet with (warehouse/incremental.py price_change_from)
-CORE_SMALL = ("core.call_profiles", "core.dim_models", "core.dim_deployments", "core.gpu_price_versions",
-              "core.llm_price_versions")
+# every Python mart's inputs, as declared next to its builder (warehouse/economics.py INPUTS; the Dagster
+# assets take their deps from the same declarations)
+PYTHON_MART_INPUTS: dict[str, frozenset[str]] = economics.INPUTS | outlook.INPUTS | buying_options.INPUTS | anomalies.INPUTS
+# the per-call core tables: brought over as the columns the economics read (below), not whole
+PER_CALL = ("core.call_costs", "core.calls")
+# small core tables copied whole: what the economics read (derived from their inputs), and the price
+# histories the next incremental plan compares a new price sheet with (warehouse/incremental.py price_change_from)
+CORE_SMALL = (*sorted({t for deps in PYTHON_MART_INPUTS.values() for t in deps
+                       if t.startswith("core.") and t not in PER_CALL}), "core.llm_price_versions")
 # what the economics (warehouse/economics.py, warehouse/outlook.py, warehouse/buying_options.py) and the
 # alert read of core.call_costs (buying_options: provider, the on-demand cost and the token buckets)
 # marts.spend_anomalies (warehouse/anomalies.py) reads price_basis, thinking_cost_usd and the columns of its scopes
@@ -50,10 +56,8 @@ CALLS_REPLAY_COLUMNS = ("model", "day", "request_id", "ts", "latency_ms", "think
 
 
 def _duck_kind(con, table: str) -> str | None:
-    schema, name = table.split(".")
-    row = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                      [schema, name]).fetchone()
-    return None if row is None else ("VIEW" if row[0] == "VIEW" else "TABLE")
+    kind = parts.table_kind(con, table)
+    return None if kind is None else ("VIEW" if kind == "VIEW" else "TABLE")
 
 
 def _duck_drop(con, table: str) -> None:
@@ -62,8 +66,6 @@ def _duck_drop(con, table: str) -> None:
         con.execute(f"DROP {kind} {table}")
     # a per-call table a DuckDB run stored as Parquet parts (warehouse/parts.py): its files leave this
     # build's list (kept for the builds before it, as any retired file), so no later run remakes its view
-    from warehouse import parts  # noqa: PLC0415
-
     build = con.execute("SELECT build_id FROM ops.settings").fetchall()
     parts.forget(con, table, build[0][0] if build else None)
 
