@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -46,9 +47,18 @@ def parse_many(items: list[tuple[bytes, str]], ctx: ParseContext) -> list[Parsed
     by_file: dict[int, list] = {}
     for r in rejects:
         by_file.setdefault(r.line >> _SHIFT, []).append(dataclasses.replace(r, line=r.line & _LOW))
+    # the rows come out in line order, so each file's rows are one run of them: a slice (no copy),
+    # found by a binary search; a filter of the whole batch per file was ~1.3 ms a file (0.7 s of
+    # the demo's 513 request files). Rows in any other order are filtered, as before.
+    ks = file_of.to_numpy()
+    ordered = bool(np.all(ks[1:] >= ks[:-1]))
+    bounds = np.searchsorted(ks, np.arange(len(items) + 1)) if ordered else None
     out: list[Parsed | Exception] = []
     for k in range(len(items)):
-        rows = good.filter(pc.equal(file_of, k))
+        if bounds is not None:
+            rows = good.slice(int(bounds[k]), int(bounds[k + 1] - bounds[k]))
+        else:
+            rows = good.filter(pc.equal(file_of, k))
         bad = by_file.get(k, [])
         if rows.num_rows == 0 and not bad:
             out.append(SourceFormatError("empty file: no JSON lines"))
