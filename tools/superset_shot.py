@@ -48,6 +48,32 @@ def _chart_data(resp, seen: dict) -> None:
     seen[slice_id] = entry
 
 
+def _login(page, url: str, user: str, password: str, timeout_s: float) -> None:
+    """Log in through Superset's form, again every minute while the browser is sent back to /login/
+    (CI, 2026-12-07, under load: the form was submitted and the browser landed on
+    /login/?next=/superset/welcome/ for 180 s; the login page is a React app that can re-render its
+    form after it was filled). Fails with the page's own message after ``timeout_s``."""
+    t0 = time.monotonic()
+    attempts = 0
+    while True:
+        attempts += 1
+        page.goto(f"{url}/login/", wait_until="domcontentloaded")
+        page.wait_for_load_state("networkidle")
+        page.fill("input[name=username], #username", user)
+        page.fill("input[name=password], #password", password)
+        page.keyboard.press("Enter")
+        try:
+            page.wait_for_url(lambda u: "/login" not in u, timeout=60_000)
+        except Exception:  # noqa: BLE001  (a timeout: the session is checked below either way)
+            pass
+        if page.request.get(f"{url}/api/v1/me/").status == 200:  # the session is a logged-in one
+            return
+        if time.monotonic() - t0 > timeout_s:
+            shown = page.inner_text("body")[:500] if page.query_selector("body") else ""
+            raise RuntimeError(f"not logged in to {url} as {user} after {attempts} attempts in "
+                               f"{time.monotonic() - t0:.0f} s, at {page.url}; the page says: {shown!r}")
+
+
 def run(url: str, user: str, password: str, out: Path, slugs: list[str], chromium: str, user_data: Path,
         timeout_s: float) -> dict:
     from PIL import Image  # noqa: PLC0415
@@ -60,11 +86,7 @@ def run(url: str, user: str, password: str, out: Path, slugs: list[str], chromiu
             str(user_data), executable_path=chromium, headless=True, args=FLAGS,
             viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
         page = ctx.pages[0] if ctx.pages else ctx.new_page()
-        page.goto(f"{url}/login/", wait_until="domcontentloaded")
-        page.fill("input[name=username], #username", user)
-        page.fill("input[name=password], #password", password)
-        page.keyboard.press("Enter")
-        page.wait_for_url(lambda u: "/login" not in u, timeout=timeout_s * 1000)
+        _login(page, url, user, password, timeout_s)
         if not slugs:
             listing = page.request.get(f"{url}/api/v1/dashboard/?q=(page_size:100)").json()
             slugs = sorted(d["slug"] for d in listing["result"] if (d.get("slug") or "").startswith("thinktax-"))

@@ -62,9 +62,10 @@ def _age(root: Path, seconds: float = 3600) -> None:
 
 
 def _tick(landing: Path, cursor: str | None, instance: dg.DagsterInstance):
-    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
-                                  resources={"thinktax": ThinktaxResource(landing=str(landing))})
-    return landing_sensor.evaluate_tick(ctx)
+    # the resource tears down a run's engine, so Dagster builds it as a context manager (as the daemon does)
+    with dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
+                                 resources={"thinktax": ThinktaxResource(landing=str(landing))}) as ctx:
+        return landing_sensor.evaluate_tick(ctx)
 
 
 def test_landing_sensor_runs_once_per_change(tmp_path: Path):

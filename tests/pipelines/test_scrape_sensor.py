@@ -45,9 +45,10 @@ def test_scrape_sensor_writes_files_and_skips_down_targets(tmp_path: Path):
             "node_id,provider,gpu_type,gpus,active_from,metrics_url\n"
             f"node-up,p,H100,1,2026-01-01,http://127.0.0.1:{up}/metrics\n"
             f"node-down,p,H100,1,2026-01-01,http://127.0.0.1:{down}/metrics\n")
-        ctx = dg.build_sensor_context(resources={"thinktax": ThinktaxResource(landing=str(landing),
-                                                                              warehouse=str(tmp_path / "w.duckdb"))})
-        result = scrape_metrics(ctx)
+        # a context manager, as Dagster asks for a resource with a teardown (the run's engine)
+        with dg.build_sensor_context(resources={"thinktax": ThinktaxResource(
+                landing=str(landing), warehouse=str(tmp_path / "w.duckdb"))}) as ctx:
+            result = scrape_metrics(ctx)
         assert "scraped 1 of 2" in result.skip_message
         files = sorted((landing / "telemetry" / "metrics").iterdir())
         assert [f.name.split("__")[0] for f in files] == ["node-up"]

@@ -178,8 +178,8 @@ def test_offers_rank_every_sheet_row_that_holds_the_deployment_and_use_the_cheap
     from models.gpus import gpu_spec
     from models.sizing import Deployment
     from models.spec import ModelSpec
-    from warehouse.economics import Candidate
-    from warehouse.outlook import hosts, offers
+    from warehouse.economics import Candidate, hosts
+    from warehouse.outlook import offers
 
     con = duckdb.connect()
     con.execute("CREATE SCHEMA core")
