@@ -74,22 +74,25 @@ class PartsDamaged(RuntimeError):
     """A Parquet file the published build lists is missing or not the size it was written with."""
 
 
-def table_kind(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
+def table_kind(con: duckdb.DuckDBPyConnection, table: str, *, attached: bool = True) -> str | None:
     """``'VIEW'``, ``'BASE TABLE'`` (information_schema's words) or None when ``schema.table`` does not
-    exist; the connection's own database first when an attached one has the same name. The one place the
-    code base asks (issue 43): ``has_table`` and ``is_view`` are this."""
+    exist; the connection's own database first when an attached one has the same name, and with
+    ``attached=False`` the connection's own database only. The one place the code base asks (issue 43):
+    ``has_table`` and ``is_view`` are this."""
     schema, name = table.split(".")
+    own = "" if attached else "AND table_catalog = current_database() "
     rows = con.execute(
-        "SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ? "
+        f"SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ? {own}"
         "ORDER BY table_catalog = current_database() DESC LIMIT 1", [schema, name]).fetchall()
     return rows[0][0] if rows else None
 
 
-def has_table(con: duckdb.DuckDBPyConnection, table: str, *, views: bool = True) -> bool:
+def has_table(con: duckdb.DuckDBPyConnection, table: str, *, views: bool = True, attached: bool = True) -> bool:
     """Whether ``schema.table`` exists: a table or a view, or with ``views=False`` a table only (a per-call
-    table published as a view over its Parquet parts is then absent). Here, not in warehouse.incremental
-    (which re-exports it), so that the plan can ask this module without an import cycle."""
-    kind = table_kind(con, table)
+    table published as a view over its Parquet parts is then absent); with ``attached=False`` in the
+    connection's own database only. Here, not in warehouse.incremental (which re-exports it), so that the
+    plan can ask this module without an import cycle."""
+    kind = table_kind(con, table, attached=attached)
     return kind is not None and (views or kind != "VIEW")
 
 

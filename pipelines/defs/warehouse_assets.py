@@ -388,9 +388,8 @@ def _rebuilds(con, e, scope, changed: set[str]) -> bool:
     """Whether economics mart ``e`` is rebuilt, ``changed`` being the tables rebuilt or given new
     rows in this run. A mart the published warehouse lacks (built before it existed, or by a
     direct build of the SQL tables only) is built, never "kept"."""
-    return bool(scope.full or scope.tables is None or e.deps & changed or not parts.has_table(con, e.table, views=False))
-
-
+    return bool(scope.full or scope.tables is None or e.deps & changed
+                or not parts.has_table(con, e.table, views=False, attached=False))
 
 
 def _publish(build_, thinktax: ThinktaxResource, engine: Engine) -> dict:
