@@ -200,39 +200,44 @@ _TIER_FIXTURES = {"server": "postgres", "validator": "venv", "spark": "spark", "
 # the files with the most tests first, so the long files with one to five tests (a Spark build, a
 # rebuild loop) came last, where one of them can keep a worker busy after the other is done. The Makefile
 # turns that order off (--no-loadscope-reorder) and the files below go first, longest first
-# (seconds of one worker, from `pytest --durations` of a whole run, 2026-12-06); the rest follow in
-# collection order. A stale figure only costs balance, never a test.
+# (seconds of one worker, from `pytest --durations=0` of a fresh clone's whole `make test`, 2026-12-07,
+# the machine shared with a profiling session, 2,463 s: relative, not absolute figures; the Spark files
+# before PLAN_CONF, warehouse/spark/build.py); the rest follow in collection order. A stale figure
+# only costs balance, never a test.
 LONGEST_FILES = {
-    # its two whole runs through a Spark Connect server (issue 46): 512-858 s, 2026-12-07, loaded machine
-    "tests/warehouse/spark/test_connect.py": 540,
-    # issues 42, 45, 47 (worker seconds estimated from runs on a loaded machine, scaled to a quiet one)
-    "tests/warehouse/spark/test_anomalies_spark.py": 200,
-    "tests/bi/test_superset.py": 150,
-    "tests/commands/test_anomaly_alert.py": 90,
-    "tests/commands/test_run_exits.py": 90,
-    "tests/commands/test_bi_figures.py": 60,
-    "tests/synthetic/test_demo_anomalies.py": 45,
-    "tests/warehouse/spark/test_parity.py": 390,
-    "tests/warehouse/spark/test_run_cli.py": 200,
-    "tests/warehouse/spark/test_parity_cases.py": 170,
-    "tests/warehouse/spark/test_shared_layout.py": 140,
-    "tests/warehouse/test_publish_under_load.py": 135,
-    "tests/warehouse/spark/test_spark_ingest.py": 135,
-    "tests/commands/test_alert.py": 75,
-    "tests/warehouse/test_parts.py": 60,
-    "tests/sources/test_otel_instrumentations.py": 60,
-    "tests/tools/test_bench_smoke.py": 50,
-    "tests/commands/test_run_and_sql.py": 50,
-    "tests/sql/test_allocation_property.py": 45,
-    "tests/pipelines/test_gx_checks.py": 40,
-    "tests/warehouse/test_incremental.py": 35,
-    "tests/pipelines/test_noop_imports.py": 30,
+    "tests/warehouse/spark/test_parity.py": 975,
+    "tests/warehouse/spark/test_connect.py": 563,
+    "tests/warehouse/spark/test_run_cli.py": 421,
+    "tests/warehouse/spark/test_anomalies_spark.py": 301,
+    "tests/commands/test_run_exits.py": 258,
+    "tests/warehouse/spark/test_parity_cases.py": 209,
+    "tests/warehouse/spark/test_shared_layout.py": 187,
+    "tests/warehouse/test_publish_under_load.py": 152,
+    "tests/bi/test_superset.py": 138,
+    "tests/warehouse/test_parts.py": 134,
+    "tests/warehouse/spark/test_spark_ingest.py": 127,
+    "tests/commands/test_alert.py": 104,
+    "tests/sources/test_otel_instrumentations.py": 98,
+    "tests/sources/test_requests_by_path.py": 72,
+    "tests/warehouse/test_incremental.py": 68,
+    "tests/commands/test_focus_validator.py": 63,
+    "tests/sources/test_otel.py": 58,
+    "tests/commands/test_anomaly_alert.py": 58,
+    "tests/tools/test_bench_smoke.py": 52,
+    "tests/warehouse/test_ingest_batch.py": 49,
+    "tests/sql/test_allocation_property.py": 46,
+    "tests/pipelines/test_gx_checks.py": 41,
+    "tests/commands/test_bi_figures.py": 41,
+    "tests/commands/test_run_and_sql.py": 40,
+    "tests/warehouse/test_corpus.py": 35,
     "tests/pipelines/test_instance_run.py": 30,
-    "tests/warehouse/test_corpus.py": 27,
-    "tests/sources/test_requests_by_path.py": 25,
-    "tests/sources/test_otel.py": 24,
-    "tests/commands/test_exit_fast.py": 23,
-    "tests/commands/test_run_options.py": 21,
+    "tests/commands/test_run_options.py": 28,
+    "tests/commands/test_exit_fast.py": 28,
+    "tests/pipelines/test_noop_imports.py": 26,
+    "tests/synthetic/test_demo_anomalies.py": 23,
+    "tests/sql/test_costs_hand_worked.py": 22,
+    "tests/synthetic/test_demo_identity.py": 21,
+    "tests/sql/test_price_modifiers_incremental.py": 20,
 }
 
 
