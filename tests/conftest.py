@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -18,6 +19,10 @@ from warehouse.transform import build_all
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = REPO / "data" / "real"
+# every Spark session of the tests (local, the Connect server, a `thinktax run` subprocess) reads its
+# defaults from tests/spark-conf/spark-defaults.conf: whole-stage codegen off for the small landings
+# (docs/operations.md, "Small landings"); a caller's own SPARK_CONF_DIR is kept
+os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "tests" / "spark-conf"))
 NOW = dt.datetime(2026, 8, 1)
 
 MINI_FILES = {
