@@ -213,7 +213,6 @@ LONGEST_FILES = {
     "tests/warehouse/spark/test_parity.py": 975,
     "tests/warehouse/spark/test_connect.py": 563,
     "tests/warehouse/spark/test_run_cli.py": 421,
-    "tests/warehouse/spark/test_anomalies_spark.py": 301,
     "tests/commands/test_run_exits.py": 258,
     "tests/warehouse/spark/test_parity_cases.py": 209,
     "tests/warehouse/spark/test_shared_layout.py": 187,

@@ -131,10 +131,21 @@ def test_thinktax_run_engine_spark_gives_the_hand_worked_figures(spark, tmp_path
 
 @pytest.mark.slow
 def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark, tmp_path, capsys):
-    """The economics landing of tests/pipelines/test_economics_marts.py through `thinktax run --engine spark`:
-    the Python marts (self_host_breakeven, gpu_sizing, forecast/outlook) are built from Spark's rows
-    and written back to Spark; `thinktax sql --engine spark --format json` gives DuckDB's JSON for
-    every mart; the published DuckDB file serves `thinktax report`."""
+    """The economics landing of tests/pipelines/test_economics_marts.py, with the spend spike of
+    tests/commands/test_anomaly_alert.py (issue 42), through `thinktax run --engine spark` as a user
+    runs it, in a process of its own: the Python marts (self_host_breakeven, gpu_sizing,
+    forecast/outlook, spend_anomalies) are built from Spark's rows and written back to Spark;
+    `thinktax sql --engine spark --format json` gives DuckDB's JSON for every mart; the published
+    DuckDB file serves `thinktax report`.
+
+    The run's process (a local session: pyspark's JVM gateway and its Python workers) leaves nothing
+    behind: the JVM is gone when the run has exited and nothing printed a traceback (stopping the JVM
+    under a live accumulator server did, before the context was stopped first). Measured: the JVM
+    also exits within this check's latency when left to see its stdin close at the process's end;
+    the bounded stop (thinktax.cli ``_end_spark_gateway``) is what guarantees it, and
+    tests/commands/test_end_children.py shows it ending one that does not exit by itself."""
+    from tests.commands.test_anomaly_alert import PRICES, calls, days
+    from tests.commands.test_run_exits import _alive, assert_nothing_left, thinktax
     from tests.conftest import build_warehouse
     from tests.pipelines.test_economics_marts import FILES
     from thinktax.cli import main
@@ -147,6 +158,13 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     # this landing prices d1 at 0.018
     files = {**FILES, "catalog/deployments.csv": FILES["catalog/deployments.csv"].replace(",0.000018\n", ",0.018\n")}
     assert files["catalog/deployments.csv"] != FILES["catalog/deployments.csv"]
+    # the spike of tests/commands/test_anomaly_alert.py (a $400.40 excess of team search on 2025-06-04) and a
+    # second, flat team (ops, task type triage), so that the team and task-type scopes have two values each
+    ops = calls(days(0, 34)).replace('"team": "search"', '"team": "ops"').replace('"task_type": "qa"', '"task_type": "triage"')
+    ops = ops.replace('"request_id": "', '"request_id": "ops-')
+    spike = PRICES | {"telemetry/requests/search.jsonl": calls(days(0, 34, (34,))), "telemetry/requests/ops.jsonl": ops}
+    assert not set(spike) & set(files)
+    files |= spike
     landing = write_files(tmp_path / "landing", files)
     # the DuckDB reference: the same landing, models and economics built directly, then published
     ref = tmp_path / "duck" / "thinktax.duckdb"
@@ -157,11 +175,15 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
     (tmp_path / "duck" / "thinktax.duckdb.build-t").rename(ref)
 
     warehouse = tmp_path / "wh" / "thinktax.duckdb"
-    rc = main(["run", "--engine", "spark", "--landing", str(landing), "--warehouse", str(warehouse),
-               "--spark-warehouse", str(tmp_path / "spark")])
-    out = capsys.readouterr().out
-    assert rc == 0, out
-    assert "[spark] economics:" in out and "[spark] publish:" in out  # progress lines
+    (tmp_path / "proc").mkdir()  # the process's stdout, stderr and Dagster home
+    ran = thinktax(tmp_path / "proc", "run", "--engine", "spark", "--landing", str(landing), "--warehouse", str(warehouse),
+                   "--spark-warehouse", str(tmp_path / "spark"), timeout=1100)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "[spark] economics:" in ran.stdout and "[spark] publish:" in ran.stdout  # progress lines
+    jvms = [p for pid, p in ran.children.items() if "java" in ran.cmdlines.get(pid, "").split(" ")[0]]
+    assert jvms, sorted(ran.cmdlines.values())
+    assert not [p.pid for p in jvms if _alive(p)]
+    assert_nothing_left(ran)
 
     # issue 40: a default warehouse with other data (the demo `make run` publishes into ./var; this test's
     # working folder is a temporary one, tests/conftest.py): the Spark folder answers from the DuckDB file it was published with
@@ -199,6 +221,14 @@ def test_spark_run_builds_the_economics_marts_and_sql_json_matches_duckdb(spark,
         if canon(got) != canon(want):
             differ[table] = (len(got), len(want), (sorted(set(canon(got)) ^ set(canon(want))) or [""])[0][:600])
     assert not differ, differ
+
+    # marts.spend_anomalies (compared above): the spike is there, so the comparison is not of two empty
+    # tables, and the published DuckDB file has the same rows
+    query = "SELECT * EXCLUDE (build_id) FROM marts.spend_anomalies"
+    want = sql_json(capsys, ["sql", "--warehouse", str(ref), "--format", "json", query])
+    assert [r["episode_id"] for r in want if r["is_anomaly"] and r["scope"] == "team" and r["metric"] == "cost_usd"] == [
+        "cost_usd:team=search:2025-06-04"]
+    assert canon(sql_json(capsys, ["sql", "--warehouse", str(warehouse), "--format", "json", query])) == canon(want)
 
     # the published DuckDB build has the view models too: marts.cost_per_task (the old-named view of
     # marts.task_cost_breakdown) gives there what Spark's view gives
