@@ -172,7 +172,7 @@ def to_spark(spark, con, tables: list[str], folder: str, target=None, *, remote:
             os.makedirs(path)
             con.execute(f"COPY {table} TO '{os.path.join(path, 'data.parquet')}' (FORMAT parquet)")
             spark.sql(f"CREATE TABLE {name}__new USING parquet AS SELECT * FROM parquet.`{path}`")
-        _swap_in(spark, name, f"{name}__new", journal)
+        _swap_in(spark, name, f"{name}__new", journal, partitioned=False)  # written without partitions above
     shutil.rmtree(folder, ignore_errors=True)
 
 
